@@ -1,0 +1,124 @@
+// Package audit is the append-only, hash-chained decision log. A Log sits in
+// front of a Store: it assigns chain positions and hashes, batches
+// concurrent appends into one transaction (group commit), and applies
+// backpressure instead of dropping events. Stores (SQLite, PostgreSQL)
+// only persist and query.
+package audit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Phases of an event.
+const (
+	PhaseDecision = "decision" // written before any effect
+	PhaseResult   = "result"   // written after the tool ran
+)
+
+// Event is one audit record. Its JSON form is the contract's event shape.
+type Event struct {
+	ID             string           `json:"id"`
+	Time           string           `json:"time"` // RFC 3339, UTC, millisecond precision
+	Tenant         string           `json:"tenant"`
+	Principal      string           `json:"principal"`
+	Client         string           `json:"client,omitempty"`
+	CallID         string           `json:"call_id"`
+	DecisionID     string           `json:"decision_id"`
+	SessionID      string           `json:"session_id"`
+	Tool           string           `json:"tool"`
+	Action         string           `json:"action"`
+	Phase          string           `json:"phase"`
+	Outcome        string           `json:"outcome"`
+	Reasons        []string         `json:"reasons"`
+	PolicyRevision string           `json:"policy_revision"`
+	RequestDigest  string           `json:"request_digest"`
+	Input          map[string]any   `json:"input"` // masked request document
+	Obligations    map[string]any   `json:"obligations,omitempty"`
+	Result         *ResultInfo      `json:"result,omitempty"`
+	DurationsUS    map[string]int64 `json:"durations_us"`
+	Chain          string           `json:"chain"` // chain segment (one per writer/replica)
+	Seq            int64            `json:"seq"`   // position in (tenant, chain), from 1
+	PrevHash       string           `json:"prev_hash"`
+	Hash           string           `json:"hash"`
+}
+
+// ResultInfo summarizes what a tool returned. Error is an internal
+// diagnostic for auditors; it never reaches a model-facing response.
+type ResultInfo struct {
+	IsError   bool   `json:"is_error"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TimeFormat is the event time layout.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime renders t as an event time.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Filter selects events of one tenant. Zero fields do not filter.
+type Filter struct {
+	Tool       string
+	Principal  string
+	Outcome    string
+	Phase      string
+	SessionID  string
+	CallID     string
+	DecisionID string
+	From, To   time.Time // inclusive bounds on Time
+	Limit      int       // 1..1000, default 100
+	Cursor     string    // opaque, from Page.NextCursor
+}
+
+// Page is one page of events, newest first.
+type Page struct {
+	Events     []*Event
+	NextCursor string // empty on the last page
+}
+
+// VerifyResult is the outcome of recomputing a tenant's chains.
+type VerifyResult struct {
+	OK            bool   `json:"ok"`
+	EventsChecked int    `json:"events_checked"`
+	FirstBadEvent string `json:"first_bad_event,omitempty"`
+}
+
+// Errors callers inspect with errors.Is.
+var (
+	ErrNotFound    = errors.New("audit: event not found")
+	ErrOverloaded  = errors.New("audit: queue full")
+	ErrUnavailable = errors.New("audit: store unavailable")
+	ErrClosed      = errors.New("audit: log closed")
+	ErrBadCursor   = errors.New("audit: invalid cursor")
+)
+
+// Head is the last link of one (tenant, chain).
+type Head struct {
+	Seq  int64
+	Hash string
+}
+
+// Store persists events. Implementations: SQLite (embedded default) and
+// PostgreSQL. Every method is scoped by tenant; another tenant's events are
+// indistinguishable from missing ones. All stores pass storetest.
+type Store interface {
+	// Insert commits events in one transaction: all or none, durable on
+	// return. Events arrive with ID, Seq, PrevHash and Hash set; raw is the
+	// exact JSON that was hashed (stored verbatim, returned by Scan).
+	Insert(ctx context.Context, events []*Event, raw [][]byte) error
+	// Heads returns the last link of every tenant's segment of chain.
+	Heads(ctx context.Context, chain string) (map[string]Head, error)
+	// Query returns events matching f, newest first, with cursor paging.
+	Query(ctx context.Context, tenant string, f Filter) (Page, error)
+	// Get returns one event or ErrNotFound.
+	Get(ctx context.Context, tenant, id string) (*Event, error)
+	// Scan calls fn for each stored event of tenant, ordered by chain then
+	// seq ascending, with the raw JSON as stored.
+	Scan(ctx context.Context, tenant string, fn func(raw []byte) error) error
+	// Ping reports whether the store can be reached.
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -1,0 +1,44 @@
+// Package decision is the embedded OPA engine. It loads a policy folder,
+// compiles it once per revision in strict mode, prepares one query per
+// entrypoint, and swaps revisions atomically so requests in flight finish
+// on the revision they started with. Any evaluation error, or a decision
+// that is not well formed, fails closed.
+package decision
+
+import "errors"
+
+// Entrypoints of the policy contract.
+const (
+	AvailabilityQuery = "data.toolgate.availability.allow"
+	AuthzQuery        = "data.toolgate.authz.decision"
+	MaskQuery         = "data.toolgate.audit.mask"
+)
+
+// Decision is the authorization result.
+type Decision struct {
+	Allow            bool
+	ApprovalRequired bool
+	Reasons          []string
+	Message          string // model-safe text for denials, optional
+	Obligations      Obligations
+}
+
+// Obligations tighten a tool's limits. Zero means "no obligation".
+type Obligations struct {
+	TimeoutMS      int64
+	MaxOutputBytes int64
+	// Raw holds every obligation as policy returned it (for audit).
+	Raw map[string]any
+}
+
+// Errors callers inspect with errors.Is. All of them fail closed.
+var (
+	// ErrNoPolicy: no revision has ever loaded.
+	ErrNoPolicy = errors.New("decision: no policy loaded")
+	// ErrEvaluation: OPA returned an error (builtin error, conflict, ...).
+	ErrEvaluation = errors.New("decision: policy evaluation failed")
+	// ErrMalformed: the decision was undefined or not an object with a
+	// boolean "allow" (authz), or not a boolean (availability), or the mask
+	// was not a set of strings.
+	ErrMalformed = errors.New("decision: malformed policy result")
+)

@@ -1,0 +1,124 @@
+// Package tools defines what a tool is to the gateway: a published
+// specification (name, description, input schema, effects) plus a two-step
+// implementation. Prepare turns schema-validated arguments into typed
+// resources and an immutable artifact; Run executes only that artifact.
+//
+// Tools never see HTTP, identities or policy. Sub-packages implement families
+// of tools (workspace, fetch, shell, process, task, upstream).
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Kind values for Spec.Kind.
+const (
+	KindBuiltin  = "builtin"
+	KindUpstream = "upstream"
+)
+
+// Annotations are the hints published with a tool and shown to policy.
+type Annotations struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
+}
+
+// Limits are a tool's own ceilings. Policy obligations may only tighten them.
+type Limits struct {
+	Timeout        time.Duration // whole call
+	MaxOutputBytes int           // model-facing content
+}
+
+// Spec is the published description of a tool. InputSchema is the JSON
+// Schema (2020-12) shown to models and enforced by prepare: one document for
+// both, so they cannot drift.
+type Spec struct {
+	Name        string
+	Description string
+	InputSchema string // JSON text of a JSON Schema 2020-12 object schema
+	Kind        string // KindBuiltin or KindUpstream
+	Action      string // e.g. "fs.read"
+	Effects     []string
+	Annotations Annotations
+	Limits      Limits
+}
+
+// Resource is one normalized, typed target of a call as policy sees it, e.g.
+// {"type":"file","path":"docs/a.md","access":"read"}. Values must be JSON
+// values built from string, bool, float64, json.Number, []any and
+// map[string]any only.
+type Resource map[string]any
+
+// Plan is what Prepare returns: the arguments with defaults applied (exactly
+// what will run, shown to policy as input.args), the typed resources, and
+// the tool-private artifact that Run will receive. Artifacts should be
+// values of unexported types so that nothing but the tool's own Prepare can
+// build one.
+type Plan struct {
+	Args      map[string]any
+	Resources []Resource
+	Artifact  any
+}
+
+// Env carries what a tool may touch for one tenant. It is built by the
+// composition root once per tenant and selected by the verified tenant.
+type Env struct {
+	Tenant    string
+	SessionID string
+	Workspace *Workspace
+}
+
+// Result is what a tool returns when it ran. Content is what the model sees.
+type Result struct {
+	Content   string
+	Data      map[string]any
+	Bytes     int  // size of the tool's raw output before capping
+	Truncated bool // content was capped
+}
+
+// Tool is one callable tool.
+type Tool interface {
+	Spec() *Spec
+	// Prepare normalizes arguments that already passed the published schema
+	// (types, required members and unknown members are checked). It may read
+	// the environment (resolve paths, look up addresses) but has no effect.
+	// Errors that describe bad arguments must be *ArgError.
+	Prepare(ctx context.Context, env *Env, args map[string]any) (Plan, error)
+	// Run executes the artifact that Prepare built, within lim. A target
+	// that differs from the one prepared must make Run fail with an error
+	// wrapping ErrTargetChanged, before any effect on the new target.
+	Run(ctx context.Context, env *Env, artifact any, lim Limits) (Result, error)
+}
+
+// ArgError is model-safe feedback about one argument: a JSON pointer into
+// the arguments and the rule it broke. It must never carry a host path,
+// file content or secret.
+type ArgError struct {
+	Pointer string // e.g. "/path"
+	Rule    string // e.g. "must stay inside the workspace"
+}
+
+func (e *ArgError) Error() string { return fmt.Sprintf("%s: %s", e.Pointer, e.Rule) }
+
+// ModelError is an error a tool raises on purpose for the model to read
+// ("old_string not found"). Its Message is shown verbatim; it must be
+// model-safe. Every other Run error is shown as "the tool failed".
+type ModelError struct{ Message string }
+
+func (e *ModelError) Error() string { return e.Message }
+
+// ErrTargetChanged reports that what was prepared (a file's identity, a
+// resolved address) is not what would be touched now.
+var ErrTargetChanged = errors.New("target changed between prepare and invoke")
+
+var nameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// ValidName reports whether name is 1–64 bytes of lower-case letters,
+// digits and inner hyphens.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
