@@ -33,6 +33,10 @@ type Annotations struct {
 type Limits struct {
 	Timeout        time.Duration // whole call
 	MaxOutputBytes int           // model-facing content
+	// ExcludePaths are workspace-relative globs (OPA glob.match semantics
+	// with "/" as delimiter, github.com/gobwas/glob) that a tool walking a
+	// tree must neither list nor read. They come from policy obligations.
+	ExcludePaths []string
 }
 
 // Spec is the published description of a tool. InputSchema is the JSON
