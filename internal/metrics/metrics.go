@@ -1,0 +1,50 @@
+// Package metrics holds the gateway's request-path Prometheus collectors.
+// Collectors are registered on an explicit registry passed in by the
+// composition root; there are no global metrics.
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the request-path collectors.
+type Metrics struct {
+	HTTPRequests    *prometheus.CounterVec   // route, code
+	HTTPDuration    *prometheus.HistogramVec // route
+	Unauthenticated *prometheus.CounterVec   // reason
+	Calls           *prometheus.CounterVec   // mode (call|decision), outcome
+	StageDuration   *prometheus.HistogramVec // stage
+	FailClosed      *prometheus.CounterVec   // cause
+	ResultAuditLost prometheus.Counter
+}
+
+// New creates the collectors and registers them on reg (nil: unregistered).
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_http_requests_total", Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolgate_http_request_duration_seconds", Help: "HTTP request latency by route pattern.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		Unauthenticated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_unauthenticated_total", Help: "Requests rejected with 401, by reason.",
+		}, []string{"reason"}),
+		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_calls_total", Help: "Tool calls and decisions by mode and outcome.",
+		}, []string{"mode", "outcome"}),
+		StageDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolgate_stage_duration_seconds", Help: "Time spent per pipeline stage.",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5, 30},
+		}, []string{"stage"}),
+		FailClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_fail_closed_total", Help: "Calls refused with 503 because a dependency failed, by cause.",
+		}, []string{"cause"}),
+		ResultAuditLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_audit_result_write_failures_total", Help: "Result events that could not be written after a tool ran (its decision event was committed).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost)
+	}
+	return m
+}

@@ -1,0 +1,109 @@
+// Package prepare is the untrusted-argument boundary. It decodes a call's
+// JSON arguments once and strictly, validates them against the tool's
+// published schema, lets the tool normalize them into typed resources and
+// an artifact, builds the request document and its digest, and freezes all
+// of it into a Prepared value. Nothing here has an effect.
+package prepare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+// Preparer holds the compiled schema of every tool.
+type Preparer struct {
+	schemas  map[string]*jsonschema.Schema
+	maxDepth int
+}
+
+// Options configure a Preparer.
+type Options struct {
+	MaxDepth int // nesting bound of arguments; default DefaultMaxDepth
+}
+
+// New compiles the input schema of every tool in reg once.
+func New(reg *tools.Registry, opts Options) (*Preparer, error) {
+	p := &Preparer{schemas: map[string]*jsonschema.Schema{}, maxDepth: opts.MaxDepth}
+	if p.maxDepth <= 0 {
+		p.maxDepth = DefaultMaxDepth
+	}
+	for _, t := range reg.All() {
+		s, err := compileSchema(t.Spec().Name, t.Spec().InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		p.schemas[t.Spec().Name] = s
+	}
+	return p, nil
+}
+
+// Call is one call to prepare.
+type Call struct {
+	Identity  *auth.Identity
+	SessionID string
+	CallID    string
+	Tool      tools.Tool
+	Env       *tools.Env // the tenant's environment, selected by Identity.Tenant
+	RawArgs   []byte     // the "arguments" member exactly as received
+}
+
+// Prepare turns a call into a frozen Prepared value. Bad arguments give an
+// *InvalidArgumentsError; any other error is internal.
+func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
+	spec := c.Tool.Spec()
+	schema, ok := p.schemas[spec.Name]
+	if !ok {
+		return nil, fmt.Errorf("prepare: tool %q has no compiled schema", spec.Name)
+	}
+	if c.Env == nil || c.Env.Tenant != c.Identity.Tenant {
+		return nil, errors.New("prepare: environment does not belong to the caller's tenant")
+	}
+	args, perr := decodeArguments(c.RawArgs, p.maxDepth)
+	if perr != nil {
+		return nil, perr
+	}
+	if perr := validate(schema, args); perr != nil {
+		return nil, perr
+	}
+	plan, err := c.Tool.Prepare(ctx, c.Env, args)
+	if err != nil {
+		var ae *tools.ArgError
+		if errors.As(err, &ae) {
+			return nil, invalid(ae.Pointer, ae.Rule)
+		}
+		return nil, fmt.Errorf("prepare %s: %w", spec.Name, err)
+	}
+	// The tool's plan is copied so that nothing it keeps can change the
+	// frozen document afterwards.
+	plan.Args = deepCopy(plan.Args).(map[string]any)
+	for i, r := range plan.Resources {
+		plan.Resources[i] = deepCopy(map[string]any(r)).(map[string]any)
+	}
+	doc := requestDocument(c.Identity, c.SessionID, c.CallID, spec, plan)
+	digest, err := Digest(doc)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: digest: %w", spec.Name, err)
+	}
+	doc["digest"] = digest
+	input, err := ast.InterfaceToValue(doc)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: policy input: %w", spec.Name, err)
+	}
+	return &Prepared{
+		tool:      c.Tool,
+		env:       c.Env,
+		callID:    c.CallID,
+		sessionID: c.SessionID,
+		doc:       doc,
+		digest:    digest,
+		input:     input,
+		artifact:  plan.Artifact,
+	}, nil
+}

@@ -1,0 +1,56 @@
+package prepare
+
+import (
+	"context"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+// Prepared is a frozen tool call: the request document policy decides on,
+// its digest, and the artifact that will run. Only this package builds one;
+// its fields are unexported and accessors return copies, so what policy saw
+// is what runs. Invocation never looks at the raw request again.
+type Prepared struct {
+	tool      tools.Tool
+	env       *tools.Env
+	callID    string
+	sessionID string
+	doc       map[string]any // includes "digest"
+	digest    string
+	input     ast.Value // doc as an OPA value, built once
+	artifact  any
+}
+
+// ToolName is the prepared tool's name.
+func (p *Prepared) ToolName() string { return p.tool.Spec().Name }
+
+// Spec is the prepared tool's published specification.
+func (p *Prepared) Spec() *tools.Spec { return p.tool.Spec() }
+
+// Tenant is the tenant the call is scoped to.
+func (p *Prepared) Tenant() string { return p.env.Tenant }
+
+// CallID identifies the call.
+func (p *Prepared) CallID() string { return p.callID }
+
+// SessionID is the caller's session, possibly empty.
+func (p *Prepared) SessionID() string { return p.sessionID }
+
+// Digest is "sha256:" + hex of the canonical request document without its
+// digest member.
+func (p *Prepared) Digest() string { return p.digest }
+
+// Document returns a copy of the request document, digest included.
+func (p *Prepared) Document() map[string]any { return deepCopy(p.doc).(map[string]any) }
+
+// PolicyInput is the request document as an OPA value, for the
+// authorization and mask entrypoints. Callers must not modify it.
+func (p *Prepared) PolicyInput() ast.Value { return p.input }
+
+// Run executes the frozen artifact with limits lim. It is the only way a
+// tool runs.
+func (p *Prepared) Run(ctx context.Context, lim tools.Limits) (tools.Result, error) {
+	return p.tool.Run(ctx, p.env, p.artifact, lim)
+}

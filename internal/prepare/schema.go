@@ -1,0 +1,127 @@
+package prepare
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+)
+
+// compileSchema compiles a tool's published input schema once at start.
+// The same text is what GET /v1/tools publishes, so the schema a model sees
+// is the schema enforced.
+func compileSchema(tool, text string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", tool, err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok || obj["type"] != "object" {
+		return nil, fmt.Errorf("tool %s: input schema must be an object schema", tool)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "toolgate:///tools/" + tool + "/input.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %s: %w", tool, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", tool, err)
+	}
+	return s, nil
+}
+
+// validate checks args against the schema and turns failures into
+// model-safe problems. Messages are written here rather than taken from the
+// validator because some of its messages echo values.
+func validate(s *jsonschema.Schema, args map[string]any) *InvalidArgumentsError {
+	err := s.Validate(args)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return invalid("", "does not match the input schema")
+	}
+	out := &InvalidArgumentsError{}
+	collect(ve, out)
+	if len(out.Problems) == 0 {
+		out.Problems = append(out.Problems, Problem{Rule: "does not match the input schema"})
+	}
+	return out
+}
+
+func collect(ve *jsonschema.ValidationError, out *InvalidArgumentsError) {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			collect(c, out)
+		}
+		return
+	}
+	ptr := pointer(ve.InstanceLocation)
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			out.Problems = append(out.Problems, Problem{ptr + "/" + escape(m), "missing required argument"})
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			out.Problems = append(out.Problems, Problem{ptr + "/" + escape(p), "unknown argument (names are case-sensitive)"})
+		}
+	case *kind.Type:
+		rule := "must be " + strings.Join(k.Want, " or ")
+		if k.Got == "null" {
+			rule += ", not null"
+		}
+		out.Problems = append(out.Problems, Problem{ptr, rule})
+	case *kind.MinLength:
+		out.Problems = append(out.Problems, Problem{ptr, fmt.Sprintf("must be at least %d characters", k.Want)})
+	case *kind.MaxLength:
+		out.Problems = append(out.Problems, Problem{ptr, fmt.Sprintf("must be at most %d characters", k.Want)})
+	case *kind.Minimum:
+		out.Problems = append(out.Problems, Problem{ptr, "must be >= " + k.Want.FloatString(0)})
+	case *kind.Maximum:
+		out.Problems = append(out.Problems, Problem{ptr, "must be <= " + k.Want.FloatString(0)})
+	case *kind.ExclusiveMinimum:
+		out.Problems = append(out.Problems, Problem{ptr, "must be > " + k.Want.FloatString(0)})
+	case *kind.ExclusiveMaximum:
+		out.Problems = append(out.Problems, Problem{ptr, "must be < " + k.Want.FloatString(0)})
+	case *kind.MinItems:
+		out.Problems = append(out.Problems, Problem{ptr, fmt.Sprintf("must have at least %d items", k.Want)})
+	case *kind.MaxItems:
+		out.Problems = append(out.Problems, Problem{ptr, fmt.Sprintf("must have at most %d items", k.Want)})
+	case *kind.Enum:
+		out.Problems = append(out.Problems, Problem{ptr, "must be one of the allowed values"})
+	case *kind.Const:
+		out.Problems = append(out.Problems, Problem{ptr, "must be the required constant"})
+	case *kind.Pattern:
+		out.Problems = append(out.Problems, Problem{ptr, "must match the pattern " + k.Want})
+	case *kind.Format:
+		out.Problems = append(out.Problems, Problem{ptr, "must be a valid " + k.Want})
+	case *kind.UniqueItems:
+		out.Problems = append(out.Problems, Problem{ptr, "items must be unique"})
+	default:
+		kw := "schema"
+		if kp := ve.ErrorKind.KeywordPath(); len(kp) > 0 {
+			kw = kp[0]
+		}
+		out.Problems = append(out.Problems, Problem{ptr, "violates the " + kw + " rule of the input schema"})
+	}
+}
+
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, s := range loc {
+		b.WriteByte('/')
+		b.WriteString(escape(s))
+	}
+	return b.String()
+}
+
+// escape applies RFC 6901 escaping to one reference token.
+func escape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
