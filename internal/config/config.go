@@ -28,6 +28,12 @@ type Policy struct {
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
 }
 
+// WatchEnabled reports whether the policy folder is hot-reloaded. After
+// Load, Watch is never nil; this also covers a Config built by hand.
+func (p Policy) WatchEnabled() bool {
+	return p.Watch == nil || *p.Watch
+}
+
 // Audit configures the audit store.
 type Audit struct {
 	Driver    string `yaml:"driver"`     // sqlite | postgres

@@ -1,0 +1,191 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/internal/config"
+)
+
+const (
+	defaultTenantClaim = "tenant"
+	defaultRolesClaim  = "roles"
+	defaultGroupsClaim = "groups"
+
+	// maxTokenBytes bounds the work an unauthenticated caller can cause
+	// (hashing, base64 and JSON decoding).
+	maxTokenBytes = 8 << 10
+)
+
+// Authenticator verifies bearer credentials. Build it once with
+// NewAuthenticator; Authenticate is safe for concurrent use.
+type Authenticator struct {
+	secret  []byte   // HS256 key; nil when not configured
+	keys    *KeySet  // JWKS; nil when not configured
+	methods []string // JWS algorithms the configured keys verify
+	parser  *jwt.Parser
+
+	tenantClaim, rolesClaim, groupsClaim string
+
+	apiKeys []apiKey
+	tenants map[string]struct{}
+}
+
+// Option configures an Authenticator.
+type Option func(*options)
+
+type options struct {
+	now func() time.Time
+}
+
+// WithClock sets the clock used for exp and nbf (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
+}
+
+// NewAuthenticator builds an Authenticator from a loaded config. It reads
+// the HS256 secret file and the JWKS file when they are configured (call
+// EnsureHS256Secret first to create a dev secret), and fails if a key is
+// unusable or no credential kind is configured.
+func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	j := cfg.Auth.JWT
+	a := &Authenticator{
+		tenantClaim: orDefault(j.TenantClaim, defaultTenantClaim),
+		rolesClaim:  orDefault(j.RolesClaim, defaultRolesClaim),
+		groupsClaim: orDefault(j.GroupsClaim, defaultGroupsClaim),
+		tenants:     make(map[string]struct{}, len(cfg.Tenants)),
+	}
+	for name := range cfg.Tenants {
+		a.tenants[name] = struct{}{}
+	}
+
+	if j.HS256SecretFile != "" {
+		secret, err := ReadHS256Secret(j.HS256SecretFile)
+		if err != nil {
+			return nil, err
+		}
+		a.secret = secret
+		a.methods = append(a.methods, jwt.SigningMethodHS256.Alg())
+	}
+	if j.JWKSFile != "" {
+		ks, err := LoadJWKS(j.JWKSFile)
+		if err != nil {
+			return nil, err
+		}
+		a.keys = ks
+		a.methods = append(a.methods, ks.algorithms()...)
+	}
+	for i, k := range cfg.Auth.APIKeys {
+		d, err := hex.DecodeString(k.SHA256)
+		if err != nil || len(d) != sha256.Size {
+			return nil, fmt.Errorf("auth.api_keys[%d]: sha256 is not a hex SHA-256 digest", i)
+		}
+		ak := apiKey{id: k.ID, tenant: k.Tenant, roles: k.Roles, groups: k.Groups}
+		copy(ak.digest[:], d)
+		a.apiKeys = append(a.apiKeys, ak)
+	}
+	if len(a.methods) == 0 && len(a.apiKeys) == 0 {
+		return nil, errors.New("auth: no credentials configured")
+	}
+
+	popts := []jwt.ParserOption{
+		// The allow-list is what rejects "none" and HS256-signed tokens
+		// when only asymmetric keys are configured; keyFunc then checks
+		// the algorithm against the individual key.
+		jwt.WithValidMethods(append([]string{}, a.methods...)),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(j.Leeway),
+		jwt.WithTimeFunc(o.now),
+		jwt.WithStrictDecoding(),
+	}
+	if j.Issuer != "" {
+		popts = append(popts, jwt.WithIssuer(j.Issuer))
+	}
+	if j.Audience != "" {
+		popts = append(popts, jwt.WithAudience(j.Audience))
+	}
+	a.parser = jwt.NewParser(popts...)
+	return a, nil
+}
+
+// Authenticate verifies the request's Authorization header. Every failure
+// is an *Error matching ErrUnauthenticated.
+func (a *Authenticator) Authenticate(r *http.Request) (*Identity, error) {
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return nil, refuse(ReasonMissingCredentials, nil)
+	case 1:
+		return a.AuthenticateHeader(values[0])
+	default:
+		return nil, refuse(ReasonMalformedHeader, errors.New("several Authorization headers"))
+	}
+}
+
+// AuthenticateHeader verifies an Authorization header value, which must be
+// exactly "Bearer <token>" (scheme case-insensitive, one space). A token of
+// three dot-separated segments is a JWT; anything else is an API key.
+func (a *Authenticator) AuthenticateHeader(value string) (*Identity, error) {
+	if value == "" {
+		return nil, refuse(ReasonMissingCredentials, nil)
+	}
+	token, err := bearerToken(value)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Count(token, ".") == 2 {
+		return a.verifyJWT(token)
+	}
+	return a.verifyAPIKey(token)
+}
+
+// bearerToken extracts the token of an RFC 6750 "Bearer" credential.
+func bearerToken(h string) (string, error) {
+	const scheme = "Bearer "
+	if len(h) < len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", refuse(ReasonMalformedHeader, errors.New("not a Bearer credential"))
+	}
+	tok := h[len(scheme):]
+	switch {
+	case tok == "":
+		return "", refuse(ReasonMalformedHeader, errors.New("empty token"))
+	case len(tok) > maxTokenBytes:
+		return "", refuse(ReasonMalformedHeader, errors.New("token too long"))
+	case !isB64Token(tok):
+		return "", refuse(ReasonMalformedHeader, errors.New("token has characters outside the b64token syntax"))
+	}
+	return tok, nil
+}
+
+// isB64Token reports whether s matches RFC 6750's
+// b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}

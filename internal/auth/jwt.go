@@ -1,0 +1,165 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// maxSubjectBytes bounds the principal id that reaches policy and audit.
+const maxSubjectBytes = 256
+
+// registered are the RFC 7519 claims consumed by verification; they are
+// left out of Identity.Claims.
+var registered = map[string]bool{
+	"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true,
+}
+
+var (
+	errUnknownKID  = errors.New("no key for the token's kid")
+	errAlgMismatch = errors.New("the key does not verify this alg")
+)
+
+func (a *Authenticator) verifyJWT(token string) (*Identity, error) {
+	if len(a.methods) == 0 {
+		return nil, refuse(ReasonAlgorithm, errors.New("no JWT keys configured"))
+	}
+	claims := jwt.MapClaims{}
+	tok, err := a.parser.ParseWithClaims(token, claims, a.keyFunc)
+	if err != nil {
+		return nil, a.classify(tok, err)
+	}
+	return a.identity(claims)
+}
+
+// keyFunc picks the verification key for a token whose alg already passed
+// the parser's allow-list. The HS256 secret is only ever returned for
+// HS256 and a JWKS key only for an alg that fits it.
+func (a *Authenticator) keyFunc(t *jwt.Token) (any, error) {
+	alg := t.Method.Alg()
+	if alg == jwt.SigningMethodHS256.Alg() {
+		if a.secret == nil {
+			return nil, errAlgMismatch
+		}
+		return a.secret, nil
+	}
+	if a.keys == nil {
+		return nil, errAlgMismatch
+	}
+	kid, _ := t.Header["kid"].(string)
+	k, ok := a.keys.lookup(kid)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", errUnknownKID, kid)
+	}
+	if !k.Allows(alg) {
+		return nil, fmt.Errorf("%w %q", errAlgMismatch, alg)
+	}
+	return k.Key, nil
+}
+
+// classify turns a jwt parse error into a Reason.
+func (a *Authenticator) classify(t *jwt.Token, err error) error {
+	var r Reason
+	switch {
+	case errors.Is(err, errUnknownKID):
+		r = ReasonUnknownKey
+	case errors.Is(err, errAlgMismatch):
+		r = ReasonAlgorithm
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		r = ReasonMalformedToken
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		r = ReasonAlgorithm // alg missing or unknown
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		// The parser reports an alg outside the allow-list ("none",
+		// HS256 without a secret) as a signature error.
+		r = ReasonBadSignature
+		if t != nil && t.Method != nil && !slices.Contains(a.methods, t.Method.Alg()) {
+			r = ReasonAlgorithm
+		}
+	case errors.Is(err, jwt.ErrTokenExpired):
+		r = ReasonExpired
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		r = ReasonNotYetValid
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		r = ReasonBadIssuer
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		r = ReasonBadAudience
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		r = ReasonMissingClaim
+	default:
+		r = ReasonBadClaims
+	}
+	return refuse(r, err)
+}
+
+// identity builds the Identity from verified claims.
+func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
+	tenant, _ := claims[a.tenantClaim].(string)
+	if tenant == "" {
+		return nil, refuse(ReasonMissingTenant, nil)
+	}
+	if _, ok := a.tenants[tenant]; !ok {
+		return nil, refuse(ReasonUnknownTenant, nil)
+	}
+	sub, _ := claims["sub"].(string)
+	if sub == "" {
+		return nil, refuse(ReasonMissingSubject, nil)
+	}
+	if len(sub) > maxSubjectBytes {
+		return nil, refuse(ReasonBadClaims, fmt.Errorf("sub longer than %d bytes", maxSubjectBytes))
+	}
+	roles, err := stringList(claims, a.rolesClaim)
+	if err != nil {
+		return nil, refuse(ReasonBadClaims, err)
+	}
+	groups, err := stringList(claims, a.groupsClaim)
+	if err != nil {
+		return nil, refuse(ReasonBadClaims, err)
+	}
+	client, _ := claims["azp"].(string)
+	if client == "" {
+		client, _ = claims["client_id"].(string)
+	}
+	rest := make(map[string]any, len(claims))
+	for k, v := range claims {
+		if !registered[k] {
+			rest[k] = v
+		}
+	}
+	return &Identity{
+		Tenant:    tenant,
+		Principal: sub,
+		Roles:     roles,
+		Groups:    groups,
+		Client:    client,
+		Claims:    rest,
+		Method:    "jwt",
+	}, nil
+}
+
+// stringList reads a claim that is an array of strings or one
+// space-separated string (the OAuth "scope" style). Missing or null is
+// an empty list.
+func stringList(claims jwt.MapClaims, name string) ([]string, error) {
+	switch v := claims[name].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return strings.Fields(v), nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for i, item := range v {
+			s, ok := item.(string)
+			if !ok || s == "" {
+				return nil, fmt.Errorf("claim %q: item %d is not a non-empty string", name, i)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("claim %q is neither a string nor an array of strings", name)
+	}
+}

@@ -1,0 +1,173 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults applied by Load to keys the file leaves out.
+const (
+	DefaultListen         = "127.0.0.1:8080"
+	DefaultReloadDebounce = 250 * time.Millisecond
+	DefaultAuditDriver    = "sqlite"
+	DefaultAuditDSN       = "var/audit.db" // sqlite only
+	DefaultQueueSize      = 4096
+	DefaultMaxBatch       = 256
+	DefaultChain          = "main"
+	DefaultTenantClaim    = "tenant"
+	DefaultRolesClaim     = "roles"
+	DefaultGroupsClaim    = "groups"
+	DefaultLeeway         = 30 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxArgDepth    = 32
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxOutputBytes = 64 << 10
+	DefaultLogLevel       = "info"
+	DefaultLogFormat      = "text"
+)
+
+// Load reads, decodes and validates the YAML configuration in file.
+//
+// Decoding is strict: unknown keys, values of the wrong type, aliases,
+// duplicate keys, several documents, an empty file and a root that is not a
+// mapping are errors. Keys that are left out (or null) get their defaults.
+// Relative paths are resolved against the file's folder and stored
+// absolute; directories the config names are checked to exist. Load reads
+// no environment variables and creates nothing.
+//
+// Every problem is a *Error naming the file, the line when known, the
+// dotted key path and what is wrong; when there are several they are
+// joined with errors.Join.
+func Load(file string) (*Config, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, &Error{File: file, Problem: "cannot resolve path: " + err.Error()}
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, &Error{File: file, Problem: "cannot read: " + pathErrReason(err)}
+	}
+
+	p := &problems{file: file}
+	root := parseYAML(data, p)
+	if root == nil {
+		return nil, p.err()
+	}
+
+	cfg := defaults()
+	d := &decoder{p: p, lines: make(map[string]int)}
+	d.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	if err := p.err(); err != nil {
+		// Validating a half-decoded config would only add noise.
+		return nil, err
+	}
+	cfg.File = abs
+	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
+		cfg.Audit.DSN = DefaultAuditDSN
+	}
+	resolvePaths(cfg, filepath.Dir(abs))
+	v := &validator{p: p, lines: d.lines}
+	v.config(cfg)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// defaults returns a Config holding every default; decoding overlays the
+// file on top of it.
+func defaults() *Config {
+	watch := true
+	return &Config{
+		Listen: DefaultListen,
+		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce},
+		Audit: Audit{
+			Driver:    DefaultAuditDriver,
+			QueueSize: DefaultQueueSize,
+			MaxBatch:  DefaultMaxBatch,
+			Chain:     DefaultChain,
+		},
+		Auth: Auth{JWT: JWT{
+			TenantClaim: DefaultTenantClaim,
+			RolesClaim:  DefaultRolesClaim,
+			GroupsClaim: DefaultGroupsClaim,
+			Leeway:      DefaultLeeway,
+		}},
+		Limits: Limits{
+			MaxBodyBytes:   DefaultMaxBodyBytes,
+			MaxArgDepth:    DefaultMaxArgDepth,
+			DefaultTimeout: DefaultTimeout,
+			MaxOutputBytes: DefaultMaxOutputBytes,
+		},
+		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+	}
+}
+
+var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseYAML returns the root mapping of the single document in data, or
+// nil after recording why there is none.
+func parseYAML(data []byte, p *problems) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.add(0, "", "file is empty")
+		} else {
+			addSyntaxError(p, err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		p.add(extra.Line, "", "several YAML documents; the config must be exactly one")
+		return nil
+	case !errors.Is(err, io.EOF):
+		addSyntaxError(p, err)
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		p.add(0, "", "file is empty")
+		return nil
+	}
+	root := doc.Content[0]
+	if isNull(root) {
+		p.add(root.Line, "", "file is empty")
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		p.add(root.Line, "", "expected a mapping at the top level, got %s", describe(root))
+		return nil
+	}
+	return root
+}
+
+func addSyntaxError(p *problems, err error) {
+	if m := yamlLineErr.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		p.add(line, "", "invalid YAML: %s", m[2])
+		return
+	}
+	p.add(0, "", "invalid YAML: %s", err)
+}
+
+// pathErrReason drops the path from an *fs.PathError: the caller already
+// names the file.
+func pathErrReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,310 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var (
+	tenantName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+	toolName   = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	chainID    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	sha256Hex  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	keywordDSN = regexp.MustCompile(`^[a-z_]+\s*=`)
+)
+
+// validator checks a decoded, path-resolved Config. lines maps key paths to
+// the line they were found on so that messages point into the file.
+type validator struct {
+	p     *problems
+	lines map[string]int
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.p.add(v.line(key), key, format, args...)
+}
+
+// line returns the line of key, or of its nearest ancestor present in the
+// file when the key itself is missing.
+func (v *validator) line(key string) int {
+	for key != "" {
+		if l, ok := v.lines[key]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return v.lines[""]
+}
+
+func (v *validator) config(c *Config) {
+	v.listen(c.Listen)
+	v.policy(c.Policy)
+	v.audit(c.Audit)
+	v.tenants(c.Tenants)
+	v.auth(c.Auth, c.Tenants)
+	v.tools(c.Tools)
+	v.limits(c.Limits)
+	v.log(c.Log)
+}
+
+func (v *validator) listen(addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add("listen", "must be host:port, e.g. \"127.0.0.1:8080\", got %q", addr)
+		return
+	}
+	if strings.ContainsAny(host, " \t") {
+		v.add("listen", "invalid host %q", host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.add("listen", "port must be a number from 0 to 65535, got %q", port)
+	}
+}
+
+func (v *validator) policy(p Policy) {
+	if p.Dir == "" {
+		v.add("policy.dir", "required")
+	} else {
+		v.dir("policy.dir", p.Dir)
+	}
+	if p.ReloadDebounce < 0 {
+		v.add("policy.reload_debounce", "must not be negative")
+	}
+}
+
+func (v *validator) audit(a Audit) {
+	switch a.Driver {
+	case "sqlite":
+		if a.DSN == "" {
+			v.add("audit.dsn", "required")
+		} else if fi, err := os.Stat(a.DSN); err == nil && fi.IsDir() {
+			v.add("audit.dsn", "%s is a directory; the sqlite dsn is a database file path", a.DSN)
+		}
+	case "postgres":
+		switch {
+		case a.DSN == "":
+			v.add("audit.dsn", "required for the postgres driver")
+		case !looksLikePostgresDSN(a.DSN):
+			v.add("audit.dsn", "must be a postgres URL (postgres://user@host/db) or a keyword DSN (host=... dbname=...)")
+		}
+	default:
+		v.add("audit.driver", "must be sqlite or postgres, got %q", a.Driver)
+	}
+	if a.QueueSize <= 0 {
+		v.add("audit.queue_size", "must be positive, got %d", a.QueueSize)
+	}
+	if a.MaxBatch <= 0 {
+		v.add("audit.max_batch", "must be positive, got %d", a.MaxBatch)
+	}
+	if !chainID.MatchString(a.Chain) {
+		v.add("audit.chain", "must be 1 to 64 letters, digits, '.', '_' or '-', got %q", a.Chain)
+	}
+}
+
+func looksLikePostgresDSN(dsn string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		return err == nil && (u.Host != "" || u.Query().Get("host") != "")
+	}
+	return keywordDSN.MatchString(dsn)
+}
+
+func (v *validator) tenants(ts map[string]Tenant) {
+	if len(ts) == 0 {
+		v.add("tenants", "at least one tenant is required")
+		return
+	}
+	names := sortedKeys(ts)
+	for _, name := range names {
+		t := ts[name]
+		key := joinKey("tenants", name)
+		if !tenantName.MatchString(name) {
+			v.add(key, "invalid tenant name: use 1 to 64 lower-case letters, digits or '-'")
+		}
+		switch {
+		case t.Workspace == "":
+			v.add(key+".workspace", "required")
+		case t.Seed != "":
+			// The workspace is created from the seed on start, so it
+			// may be missing; if present it must be a folder.
+			if fi, err := os.Stat(t.Workspace); err == nil && !fi.IsDir() {
+				v.add(key+".workspace", "%s is not a directory", t.Workspace)
+			}
+			v.dir(key+".seed", t.Seed)
+		default:
+			v.dir(key+".workspace", t.Workspace)
+		}
+	}
+	// Overlapping workspaces would let one tenant reach another's files.
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			wa, wb := ts[a].Workspace, ts[b].Workspace
+			if wa != "" && wb != "" && (within(wa, wb) || within(wb, wa)) {
+				v.add(joinKey("tenants", b)+".workspace", "overlaps the workspace of tenant %q", a)
+			}
+		}
+	}
+}
+
+// within reports whether path is dir or inside it (lexically).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func (v *validator) auth(a Auth, tenants map[string]Tenant) {
+	j := a.JWT
+	if j.HS256SecretFile == "" && j.JWKSFile == "" && len(a.APIKeys) == 0 {
+		v.add("auth", "no credentials configured: set auth.jwt.hs256_secret_file, auth.jwt.jwks_file or auth.api_keys")
+	}
+	if j.HS256SecretFile != "" {
+		// Missing is fine: the gateway creates a dev secret on first start.
+		if fi, err := os.Stat(j.HS256SecretFile); err == nil && !fi.Mode().IsRegular() {
+			v.add("auth.jwt.hs256_secret_file", "%s is not a regular file", j.HS256SecretFile)
+		}
+	}
+	if j.JWKSFile != "" {
+		fi, err := os.Stat(j.JWKSFile)
+		switch {
+		case err != nil:
+			v.add("auth.jwt.jwks_file", "%s: %s", j.JWKSFile, pathErrReason(err))
+		case !fi.Mode().IsRegular():
+			v.add("auth.jwt.jwks_file", "%s is not a regular file", j.JWKSFile)
+		}
+	}
+	for _, c := range []struct{ key, val string }{
+		{"auth.jwt.tenant_claim", j.TenantClaim},
+		{"auth.jwt.roles_claim", j.RolesClaim},
+		{"auth.jwt.groups_claim", j.GroupsClaim},
+	} {
+		if c.val == "" {
+			v.add(c.key, "must not be empty")
+		}
+	}
+	if j.Leeway < 0 {
+		v.add("auth.jwt.leeway", "must not be negative")
+	}
+
+	ids := map[string]int{}
+	digests := map[string]int{}
+	for i, k := range a.APIKeys {
+		key := fmt.Sprintf("auth.api_keys[%d]", i)
+		switch {
+		case k.ID == "":
+			v.add(key+".id", "required")
+		case strings.IndexFunc(k.ID, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+			v.add(key+".id", "must not contain spaces or control characters")
+		default:
+			if first, dup := ids[k.ID]; dup {
+				v.add(key+".id", "duplicate id %q (also auth.api_keys[%d])", k.ID, first)
+			} else {
+				ids[k.ID] = i
+			}
+		}
+		switch {
+		case k.SHA256 == "":
+			v.add(key+".sha256", "required")
+		case !sha256Hex.MatchString(k.SHA256):
+			v.add(key+".sha256", "must be exactly 64 lower-case hex digits (the SHA-256 of the key)")
+		default:
+			if first, dup := digests[k.SHA256]; dup {
+				v.add(key+".sha256", "same digest as auth.api_keys[%d]", first)
+			} else {
+				digests[k.SHA256] = i
+			}
+		}
+		if k.Tenant == "" {
+			v.add(key+".tenant", "required")
+		} else if _, ok := tenants[k.Tenant]; !ok {
+			v.add(key+".tenant", "unknown tenant %q (not under tenants)", k.Tenant)
+		}
+		v.nonEmptyStrings(key+".roles", k.Roles)
+		v.nonEmptyStrings(key+".groups", k.Groups)
+	}
+}
+
+func (v *validator) nonEmptyStrings(key string, list []string) {
+	for i, s := range list {
+		if strings.TrimSpace(s) == "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), "must not be empty")
+		}
+	}
+}
+
+func (v *validator) tools(t Tools) {
+	seen := map[string]int{}
+	for i, name := range t.Builtin {
+		key := fmt.Sprintf("tools.builtin[%d]", i)
+		if !toolName.MatchString(name) {
+			v.add(key, "invalid tool name %q: use lower-case letters and digits, separated by single '-'", name)
+			continue
+		}
+		if first, dup := seen[name]; dup {
+			v.add(key, "duplicate tool %q (also tools.builtin[%d])", name, first)
+			continue
+		}
+		seen[name] = i
+	}
+}
+
+func (v *validator) limits(l Limits) {
+	positive := func(key string, n int64) {
+		if n <= 0 {
+			v.add(key, "must be positive, got %d", n)
+		}
+	}
+	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	positive("limits.max_arg_depth", int64(l.MaxArgDepth))
+	positive("limits.max_output_bytes", int64(l.MaxOutputBytes))
+	if l.DefaultTimeout <= 0 {
+		v.add("limits.default_timeout", "must be positive, got %s", l.DefaultTimeout)
+	}
+}
+
+func (v *validator) log(l Log) {
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "must be debug, info, warn or error, got %q", l.Level)
+	}
+	switch l.Format {
+	case "text", "json":
+	default:
+		v.add("log.format", "must be text or json, got %q", l.Format)
+	}
+}
+
+// dir checks that path is an existing directory.
+func (v *validator) dir(key, path string) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		if os.IsNotExist(err) {
+			v.add(key, "directory %s does not exist", path)
+		} else {
+			v.add(key, "%s: %s", path, pathErrReason(err))
+		}
+	case !fi.IsDir():
+		v.add(key, "%s is not a directory", path)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
