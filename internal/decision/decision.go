@@ -27,6 +27,9 @@ type Decision struct {
 type Obligations struct {
 	TimeoutMS      int64
 	MaxOutputBytes int64
+	// ExcludePaths are workspace globs a tool that walks folders must skip
+	// (a recursive read or a listing); the tool enforces them.
+	ExcludePaths []string
 	// Raw holds every obligation as policy returned it (for audit).
 	Raw map[string]any
 }

@@ -1,0 +1,147 @@
+package decision
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Member names of the authorization decision.
+var (
+	keyAllow            = ast.StringTerm("allow")
+	keyApprovalRequired = ast.StringTerm("approval_required")
+	keyReasons          = ast.StringTerm("reasons")
+	keyMessage          = ast.StringTerm("message")
+	keyObligations      = ast.StringTerm("obligations")
+	keyTimeoutMS        = ast.StringTerm("timeout_ms")
+	keyMaxOutputBytes   = ast.StringTerm("max_output_bytes")
+	keyExcludePaths     = ast.StringTerm("exclude_paths")
+)
+
+// parseDecision reads an authorization decision. Every member it knows must
+// have the right type: a policy that means to say something and says it
+// wrong is broken, and broken fails closed.
+func parseDecision(v ast.Value) (Decision, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return Decision{}, fmt.Errorf("decision is %s, want object", ast.ValueName(v))
+	}
+	var d Decision
+	allow := obj.Get(keyAllow)
+	if allow == nil {
+		return Decision{}, errors.New(`decision has no "allow"`)
+	}
+	b, ok := allow.Value.(ast.Boolean)
+	if !ok {
+		return Decision{}, fmt.Errorf(`decision "allow" is %s, want boolean`, ast.ValueName(allow.Value))
+	}
+	d.Allow = bool(b)
+
+	if t := obj.Get(keyApprovalRequired); t != nil {
+		b, ok := t.Value.(ast.Boolean)
+		if !ok {
+			return Decision{}, fmt.Errorf(`decision "approval_required" is %s, want boolean`, ast.ValueName(t.Value))
+		}
+		d.ApprovalRequired = bool(b)
+	}
+	if t := obj.Get(keyReasons); t != nil {
+		reasons, err := stringList(t.Value, `decision "reasons"`)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Reasons = reasons
+	}
+	if t := obj.Get(keyMessage); t != nil {
+		s, ok := t.Value.(ast.String)
+		if !ok {
+			return Decision{}, fmt.Errorf(`decision "message" is %s, want string`, ast.ValueName(t.Value))
+		}
+		d.Message = string(s)
+	}
+	if t := obj.Get(keyObligations); t != nil {
+		o, err := parseObligations(t.Value)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Obligations = o
+	}
+	return d, nil
+}
+
+func parseObligations(v ast.Value) (Obligations, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return Obligations{}, fmt.Errorf(`decision "obligations" is %s, want object`, ast.ValueName(v))
+	}
+	var o Obligations
+	var err error
+	if t := obj.Get(keyTimeoutMS); t != nil {
+		if o.TimeoutMS, err = positiveInt(t.Value, "timeout_ms"); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyMaxOutputBytes); t != nil {
+		if o.MaxOutputBytes, err = positiveInt(t.Value, "max_output_bytes"); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyExcludePaths); t != nil {
+		if o.ExcludePaths, err = stringList(t.Value, `obligation "exclude_paths"`); err != nil {
+			return Obligations{}, err
+		}
+	}
+	raw, err := ast.JSON(obj)
+	if err != nil {
+		return Obligations{}, fmt.Errorf(`decision "obligations": %w`, err)
+	}
+	o.Raw, _ = raw.(map[string]any)
+	return o, nil
+}
+
+// positiveInt reads a whole number > 0 that fits an int64 (30000 and
+// 30000.0 both do).
+func positiveInt(v ast.Value, name string) (int64, error) {
+	n, ok := v.(ast.Number)
+	if !ok {
+		return 0, fmt.Errorf("obligation %q is %s, want a positive number", name, ast.ValueName(v))
+	}
+	if i, ok := n.Int64(); ok {
+		if i <= 0 {
+			return 0, fmt.Errorf("obligation %q is %d, want a positive number", name, i)
+		}
+		return i, nil
+	}
+	f, ok := n.Float64()
+	if !ok || f <= 0 || f != math.Trunc(f) || f >= math.MaxInt64 {
+		return 0, fmt.Errorf("obligation %q is %s, want a positive whole number", name, n.String())
+	}
+	return int64(f), nil
+}
+
+// stringList reads an array or a set of strings (sets in sorted order).
+func stringList(v ast.Value, what string) ([]string, error) {
+	var out []string
+	bad := func(t *ast.Term) error {
+		return fmt.Errorf("%s has a member that is %s, want string", what, ast.ValueName(t.Value))
+	}
+	var arr *ast.Array
+	switch x := v.(type) {
+	case *ast.Array:
+		arr = x
+	case ast.Set:
+		arr = x.Sorted()
+	default:
+		return nil, fmt.Errorf("%s is %s, want an array or set of strings", what, ast.ValueName(v))
+	}
+	out = make([]string, 0, arr.Len())
+	for i := range arr.Len() {
+		s, ok := arr.Elem(i).Value.(ast.String)
+		if !ok {
+			return nil, bad(arr.Elem(i))
+		}
+		out = append(out, string(s))
+	}
+	return out, nil
+}
