@@ -93,6 +93,12 @@ var (
 	ErrUnavailable = errors.New("audit: store unavailable")
 	ErrClosed      = errors.New("audit: log closed")
 	ErrBadCursor   = errors.New("audit: invalid cursor")
+	// ErrBadFilter: a Filter the API should answer with 400 (limit out of
+	// 0..1000, From after To).
+	ErrBadFilter = errors.New("audit: invalid filter")
+	// ErrInvalidEvent: Append refused an event it cannot chain (no tenant,
+	// unparsable time, a value that has no JSON form).
+	ErrInvalidEvent = errors.New("audit: invalid event")
 )
 
 // Head is the last link of one (tenant, chain).
@@ -101,13 +107,36 @@ type Head struct {
 	Hash string
 }
 
+// Row is one stored event as Scan returns it: the raw JSON that was hashed
+// and the indexed columns a store keeps beside it for queries. Verify checks
+// every column against the raw JSON, so tampering with either is detected.
+// Raw is only valid during the Scan callback.
+type Row struct {
+	Raw        []byte
+	Tenant     string
+	Chain      string
+	Seq        int64
+	ID         string
+	TimeMS     int64 // the event time in Unix milliseconds
+	Tool       string
+	Principal  string
+	Outcome    string
+	Phase      string
+	SessionID  string
+	CallID     string
+	DecisionID string
+	Hash       string
+}
+
 // Store persists events. Implementations: SQLite (embedded default) and
 // PostgreSQL. Every method is scoped by tenant; another tenant's events are
 // indistinguishable from missing ones. All stores pass storetest.
 type Store interface {
 	// Insert commits events in one transaction: all or none, durable on
 	// return. Events arrive with ID, Seq, PrevHash and Hash set; raw is the
-	// exact JSON that was hashed (stored verbatim, returned by Scan).
+	// exact JSON that was hashed (stored verbatim, returned by Scan). Events
+	// only supply the indexed columns: Insert reads their scalar fields and
+	// must not retain or modify them.
 	Insert(ctx context.Context, events []*Event, raw [][]byte) error
 	// Heads returns the last link of every tenant's segment of chain.
 	Heads(ctx context.Context, chain string) (map[string]Head, error)
@@ -115,9 +144,11 @@ type Store interface {
 	Query(ctx context.Context, tenant string, f Filter) (Page, error)
 	// Get returns one event or ErrNotFound.
 	Get(ctx context.Context, tenant, id string) (*Event, error)
-	// Scan calls fn for each stored event of tenant, ordered by chain then
-	// seq ascending, with the raw JSON as stored.
-	Scan(ctx context.Context, tenant string, fn func(raw []byte) error) error
+	// Scan calls fn for each stored row of tenant, ordered by the chain and
+	// seq columns ascending, with the raw JSON as stored and the indexed
+	// columns beside it, so that Verify can check that both agree. It stops
+	// and returns fn's error when fn fails.
+	Scan(ctx context.Context, tenant string, fn func(Row) error) error
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	Close() error

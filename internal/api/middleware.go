@@ -1,0 +1,112 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate/internal/auth"
+)
+
+type ctxKey int
+
+const identityKey ctxKey = 0
+
+func identity(r *http.Request) *auth.Identity {
+	id, _ := r.Context().Value(identityKey).(*auth.Identity)
+	return id
+}
+
+// authenticate admits only requests with a verified credential. Failures
+// are counted and logged with their reason; the client learns nothing
+// beyond 401.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.o.Auth.Authenticate(r)
+		if err != nil || id == nil {
+			reason := "invalid"
+			var ae *auth.Error
+			if errors.As(err, &ae) {
+				reason = string(ae.Reason)
+			}
+			s.o.Metrics.Unauthenticated.WithLabelValues(reason).Inc()
+			s.o.Logger.Info("unauthenticated request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", reason, "err", err)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "a valid bearer credential is required")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey, id)))
+	})
+}
+
+// requireRole guards the management API.
+func requireRole(role string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !identity(r).HasRole(role) {
+				writeError(w, http.StatusForbidden, CodeForbidden, "this route requires the "+role+" role")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// recoverer turns a handler panic into a 500 without detail.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.o.Logger.Error("handler panicked", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// instrument counts requests by route pattern (bounded cardinality) and
+// status.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.o.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		s.o.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}

@@ -1,0 +1,125 @@
+// Package api is the HTTP surface of the gateway: routes, envelope
+// decoding, status codes and error bodies. It knows no tool and no policy
+// detail; the pipeline decides, the audit log answers queries.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/pipeline"
+)
+
+// Management roles (CONTRACT §3).
+const (
+	RoleAuditor     = "auditor"
+	RoleApprover    = "approver"
+	RolePolicyAdmin = "policy-admin"
+)
+
+// Authenticator verifies a request's bearer credential.
+type Authenticator interface {
+	Authenticate(r *http.Request) (*auth.Identity, error)
+}
+
+// Options wire a Server.
+type Options struct {
+	Pipeline     *pipeline.Pipeline
+	Auth         Authenticator
+	Audit        *audit.Log
+	Engine       *decision.Engine
+	Metrics      *metrics.Metrics
+	Gatherer     prometheus.Gatherer // for /metrics
+	Logger       *slog.Logger
+	MaxBodyBytes int64 // default 1 MiB
+}
+
+// Server serves the v1 API.
+type Server struct {
+	o Options
+}
+
+// New returns a Server.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	return &Server{o: o}
+}
+
+// Handler returns the routed handler.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.instrument)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route")
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	if s.o.Gatherer != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))
+	}
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Get("/tools", s.listTools)
+		r.Post("/tools/{name}/calls", s.callTool)
+		r.Post("/tools/{name}/decisions", s.decideTool)
+		r.Group(func(r chi.Router) {
+			r.Use(requireRole(RoleAuditor))
+			r.Get("/audit/events", s.listEvents)
+			r.Get("/audit/events/{id}", s.getEvent)
+			r.Get("/audit/verify", s.verify)
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(requireRole(RolePolicyAdmin))
+			r.Get("/policy", s.policy)
+		})
+	})
+	return r
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports whether calls can be served: a policy revision is loaded
+// and the audit store answers. It reveals no tenant data.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{"policy": "ok", "audit": "ok"}
+	ready := true
+	if _, err := s.o.Engine.Current(); err != nil {
+		checks["policy"], ready = "not loaded", false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.o.Audit.Ping(ctx); err != nil {
+		checks["audit"], ready = "unreachable", false
+		s.o.Logger.Warn("readiness: audit store unreachable", "err", err)
+	}
+	status, code := "ready", http.StatusOK
+	if !ready {
+		status, code = "not ready", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}

@@ -1,0 +1,334 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LogOptions configure a Log. Zero values take the defaults.
+type LogOptions struct {
+	// Chain names this writer's chain segment; one per replica, so replicas
+	// never contend on one chain head. Default "main".
+	Chain string
+	// QueueSize bounds the events waiting for the writer; beyond it Append
+	// fails fast with ErrOverloaded. Default 4096.
+	QueueSize int
+	// MaxBatch bounds the events committed in one transaction. Default 256.
+	MaxBatch int
+	// Now is the clock for event times. Default time.Now.
+	Now func() time.Time
+	// NewID makes event ids. Default: UUID v7 strings.
+	NewID func() string
+	// Logger receives commit failures. Default: discard.
+	Logger *slog.Logger
+	// Registerer gets the Log's metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
+}
+
+// Log is the append-only, hash-chained audit log in front of a Store. It is
+// the only audit type the rest of the gateway talks to.
+//
+// Appends are group-committed: one writer goroutine drains a bounded queue,
+// takes whatever is queued when it wakes (up to MaxBatch, it never waits for
+// more), assigns each event its (tenant, chain) position and hash in queue
+// order, commits the batch with one Store.Insert and then wakes every
+// waiter with the result.
+type Log struct {
+	store    Store
+	chain    string
+	maxBatch int
+	now      func() time.Time
+	newID    func() string
+	logger   *slog.Logger
+	m        *logMetrics
+
+	// mu orders sends on queue against Close: Append sends under RLock
+	// (never blocking), Close closes the queue under Lock.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan *pending
+	done   chan struct{} // closed when the writer has drained and exited
+
+	// heads are the chain heads of committed events, written only by the
+	// writer; headsMu lets Verify read them.
+	headsMu sync.Mutex
+	heads   map[string]Head
+	// stale is writer-only: a failed commit may or may not have landed, so
+	// the heads are reloaded from the store before the next batch.
+	stale bool
+}
+
+// pending is one queued append. ev is the Log's own copy of the event.
+type pending struct {
+	ev     *Event
+	tmpl   template
+	result chan error // buffered: the writer never blocks on a waiter
+}
+
+// NewLog starts a Log on store. It loads the chain heads, so that a
+// restarted gateway continues its chain, and starts the writer goroutine;
+// Close stops it. Close does not close the store: its opener owns it.
+func NewLog(store Store, opts LogOptions) (*Log, error) {
+	if opts.Chain == "" {
+		opts.Chain = "main"
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4096
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	heads, err := store.Heads(context.Background(), opts.Chain)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading chain heads: %w", ErrUnavailable, err)
+	}
+	if heads == nil {
+		heads = map[string]Head{}
+	}
+	l := &Log{
+		store:    store,
+		chain:    opts.Chain,
+		maxBatch: opts.MaxBatch,
+		now:      opts.Now,
+		newID:    opts.NewID,
+		logger:   opts.Logger,
+		queue:    make(chan *pending, opts.QueueSize),
+		done:     make(chan struct{}),
+		heads:    heads,
+	}
+	l.m, err = newLogMetrics(opts.Registerer, func() int { return len(l.queue) })
+	if err != nil {
+		return nil, err
+	}
+	go l.run()
+	return l, nil
+}
+
+// Chain is the name of the chain segment this Log writes.
+func (l *Log) Chain() string { return l.chain }
+
+// Append commits ev and returns once it is durable. It fills ev.ID (when
+// empty) and ev.Time (when empty, from the clock) before queueing, and
+// ev.Chain, Seq, PrevHash and Hash once committed.
+//
+// Errors: ErrOverloaded when the queue is full (nothing was queued),
+// ErrUnavailable (wrapped) when the store could not commit the batch,
+// ErrInvalidEvent (wrapped) for an event without tenant, with an
+// unparsable time or a value with no JSON form, ErrClosed after Close.
+//
+// If ctx ends while the event waits for its batch, Append returns ctx.Err(),
+// but the event stays queued and may still be committed: an abandoned
+// append is not a retracted one. ev's chain fields are then left unset.
+// Append copies ev before queueing; the caller may reuse it on return.
+func (l *Log) Append(ctx context.Context, ev *Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ev.ID == "" {
+		ev.ID = l.newID()
+	}
+	if ev.Time == "" {
+		ev.Time = FormatTime(l.now())
+	}
+	e := *ev
+	e.Chain, e.Seq, e.PrevHash, e.Hash = l.chain, 0, "", ""
+	p, err := l.prepare(&e)
+	if err != nil {
+		l.m.failed.Inc()
+		return err
+	}
+
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		l.m.failed.Inc()
+		return ErrClosed
+	}
+	select {
+	case l.queue <- p:
+		l.mu.RUnlock()
+	default:
+		l.mu.RUnlock()
+		l.m.overloaded.Inc()
+		return ErrOverloaded
+	}
+
+	select {
+	case err := <-p.result:
+		if err != nil {
+			return err
+		}
+		ev.Chain, ev.Seq, ev.PrevHash, ev.Hash = p.ev.Chain, p.ev.Seq, p.ev.PrevHash, p.ev.Hash
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prepare validates e and encodes it, in the caller's goroutine.
+func (l *Log) prepare(e *Event) (*pending, error) {
+	if e.Tenant == "" {
+		return nil, fmt.Errorf("%w: no tenant", ErrInvalidEvent)
+	}
+	if _, err := eventTimeMS(e); err != nil {
+		return nil, err
+	}
+	t, err := newTemplate(e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	return &pending{ev: e, tmpl: t, result: make(chan error, 1)}, nil
+}
+
+// Close stops accepting events, commits everything queued and stops the
+// writer. Append after Close returns ErrClosed. Close is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+	l.mu.Unlock()
+	<-l.done
+	return nil
+}
+
+// run is the writer: it drains the queue in batches until Close.
+func (l *Log) run() {
+	defer close(l.done)
+	batch := make([]*pending, 0, l.maxBatch)
+	for p := range l.queue {
+		batch = append(batch[:0], p)
+	fill:
+		for len(batch) < l.maxBatch {
+			select {
+			case p, ok := <-l.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		l.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit chains and inserts one batch. The heads advance only when the
+// store committed it.
+func (l *Log) commit(batch []*pending) {
+	// The batch belongs to many callers; none of their contexts may cancel it.
+	ctx := context.Background()
+	l.m.batchSize.Observe(float64(len(batch)))
+	if l.stale {
+		heads, err := l.store.Heads(ctx, l.chain)
+		if err != nil {
+			l.fail(batch, fmt.Errorf("reloading chain heads: %w", err))
+			return
+		}
+		if heads == nil {
+			heads = map[string]Head{}
+		}
+		l.headsMu.Lock()
+		l.heads = heads
+		l.headsMu.Unlock()
+		l.stale = false
+	}
+
+	staged := make(map[string]Head, 4)
+	events := make([]*Event, len(batch))
+	raws := make([][]byte, len(batch))
+	for i, p := range batch {
+		h, ok := staged[p.ev.Tenant]
+		if !ok {
+			h = l.heads[p.ev.Tenant]
+		}
+		seq := h.Seq + 1
+		raw, hash := p.tmpl.link(seq, h.Hash)
+		p.ev.Seq, p.ev.PrevHash, p.ev.Hash = seq, h.Hash, hash
+		staged[p.ev.Tenant] = Head{Seq: seq, Hash: hash}
+		events[i], raws[i] = p.ev, raw
+	}
+
+	start := time.Now()
+	err := l.store.Insert(ctx, events, raws)
+	l.m.commit.Observe(time.Since(start).Seconds())
+	if err != nil {
+		// The insert may have landed anyway (a lost commit acknowledgement):
+		// reload the heads rather than trust or advance ours.
+		l.stale = true
+		l.fail(batch, err)
+		return
+	}
+	l.headsMu.Lock()
+	for t, h := range staged {
+		l.heads[t] = h
+	}
+	l.headsMu.Unlock()
+	l.m.ok.Add(float64(len(batch)))
+	for _, p := range batch {
+		p.result <- nil
+	}
+}
+
+func (l *Log) fail(batch []*pending, err error) {
+	l.logger.Error("audit batch not committed", "events", len(batch), "chain", l.chain, "err", err)
+	l.m.failed.Add(float64(len(batch)))
+	werr := fmt.Errorf("%w: %w", ErrUnavailable, err)
+	for _, p := range batch {
+		p.result <- werr
+	}
+}
+
+// Query returns the tenant's events matching f, newest first. Errors:
+// ErrBadFilter, ErrBadCursor (both mean a bad request), ErrUnavailable.
+func (l *Log) Query(ctx context.Context, tenant string, f Filter) (Page, error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return Page{}, err
+	}
+	page, err := l.store.Query(ctx, tenant, f)
+	return page, storeErr(err)
+}
+
+// Get returns one of the tenant's events, or ErrNotFound (also for another
+// tenant's id).
+func (l *Log) Get(ctx context.Context, tenant, id string) (*Event, error) {
+	ev, err := l.store.Get(ctx, tenant, id)
+	return ev, storeErr(err)
+}
+
+// Ping reports whether the store can be reached (readiness).
+func (l *Log) Ping(ctx context.Context) error {
+	return storeErr(l.store.Ping(ctx))
+}
+
+// storeErr passes the errors that mean something to callers and marks the
+// rest as the store being unavailable.
+func storeErr(err error) error {
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrBadCursor),
+		errors.Is(err, ErrBadFilter), errors.Is(err, ErrUnavailable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

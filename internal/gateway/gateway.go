@@ -1,0 +1,228 @@
+// Package gateway assembles a running Toolgate from a loaded configuration:
+// stores, policy engine, tools, pipeline and HTTP server. It is the
+// composition root that cmd/gateway and the end-to-end tests share.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/toolgate/toolgate/internal/api"
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/invoke"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/tools/workspace"
+)
+
+// Gateway is an assembled, not yet serving, gateway.
+type Gateway struct {
+	cfg        *config.Config
+	log        *slog.Logger
+	engine     *decision.Engine
+	store      audit.Store
+	audit      *audit.Log
+	workspaces []*tools.Workspace
+	handler    http.Handler
+	registry   *prometheus.Registry
+}
+
+// Builtins returns every built-in tool by name.
+func Builtins() map[string]tools.Tool {
+	m := map[string]tools.Tool{}
+	for _, t := range workspace.Tools() {
+		m[t.Spec().Name] = t
+	}
+	return m
+}
+
+// New assembles a gateway from cfg. Configuration problems found here
+// (such as an unknown built-in tool) are *config.Error values.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (g *Gateway, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g = &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	g.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(g.registry)
+
+	// Tools, in the order the configuration declares them.
+	builtins := Builtins()
+	reg, _ := tools.NewRegistry()
+	for i, name := range cfg.Tools.Builtin {
+		t, ok := builtins[name]
+		if !ok {
+			return nil, &config.Error{File: cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: fmt.Sprintf("unknown built-in tool %q", name)}
+		}
+		if err := reg.Add(t); err != nil {
+			return nil, &config.Error{File: cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: err.Error()}
+		}
+	}
+
+	// Credentials.
+	if f := cfg.Auth.JWT.HS256SecretFile; f != "" {
+		created, err := auth.EnsureHS256Secret(f)
+		if err != nil {
+			return nil, fmt.Errorf("auth.jwt.hs256_secret_file: %w", err)
+		}
+		if created {
+			log.Info("created a development HS256 secret", "file", f)
+		}
+	}
+	authn, err := auth.NewAuthenticator(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	// Tenants' workspaces, opened once.
+	envs := map[string]*tools.Env{}
+	for name, t := range cfg.Tenants {
+		if err := seedWorkspace(t); err != nil {
+			return nil, fmt.Errorf("tenants.%s: %w", name, err)
+		}
+		ws, err := tools.OpenWorkspace(t.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("tenants.%s.workspace: %w", name, err)
+		}
+		g.workspaces = append(g.workspaces, ws)
+		envs[name] = &tools.Env{Tenant: name, Workspace: ws}
+	}
+
+	// Policy.
+	g.engine = decision.NewEngine(decision.Options{
+		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
+	})
+	if err := g.engine.Load(ctx); err != nil {
+		// Serve anyway, not ready, failing closed, until a reload fixes it.
+		log.Error("policy did not load; every call fails closed until it does", "err", err)
+	}
+
+	// Audit.
+	switch cfg.Audit.Driver {
+	case "sqlite":
+		g.store, err = audit.OpenSQLite(ctx, cfg.Audit.DSN)
+	default:
+		err = &config.Error{File: cfg.File, Key: "audit.driver", Problem: fmt.Sprintf("driver %q is not available in this build", cfg.Audit.Driver)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
+		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
+		Logger: log, Registerer: g.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	prep, err := prepare.New(reg, prepare.Options{MaxDepth: cfg.Limits.MaxArgDepth})
+	if err != nil {
+		return nil, err
+	}
+	inv := invoke.New(invoke.Options{
+		DefaultTimeout: cfg.Limits.DefaultTimeout, MaxOutputBytes: cfg.Limits.MaxOutputBytes, Logger: log,
+	})
+	pl := pipeline.New(pipeline.Options{
+		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
+		Audit: g.audit, Metrics: m, Logger: log,
+	})
+	g.handler = api.New(api.Options{
+		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
+		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+	}).Handler()
+	return g, nil
+}
+
+// Handler is the gateway's HTTP handler.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: requests
+// in flight finish, then the audit log drains.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           g.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	if g.cfg.Policy.WatchEnabled() {
+		go func() {
+			if err := g.engine.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				g.log.Error("policy watcher stopped", "err", err)
+			}
+		}()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	g.log.Info("gateway listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// Close releases the stores and workspaces. The audit log drains first.
+func (g *Gateway) Close() error {
+	var errs []error
+	if g.audit != nil {
+		errs = append(errs, g.audit.Close())
+	}
+	if g.store != nil {
+		errs = append(errs, g.store.Close())
+	}
+	for _, ws := range g.workspaces {
+		errs = append(errs, ws.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// seedWorkspace creates a missing workspace from its seed folder.
+func seedWorkspace(t config.Tenant) error {
+	if t.Seed == "" {
+		return nil
+	}
+	if _, err := os.Stat(t.Workspace); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(t.Workspace), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(t.Workspace), ".seed-")
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(tmp, os.DirFS(t.Seed)); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return os.Rename(tmp, t.Workspace)
+}

@@ -1,0 +1,170 @@
+// Package invoke runs prepared calls, and only prepared calls. It applies
+// limits (obligations may only tighten them), a per-call timeout, a
+// concurrency limit, panic recovery, result caps and error redaction: what
+// the model sees is the tool's result, its explicit model-facing error, or
+// exactly "the tool failed".
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+// Outcomes of an invocation.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool_error"
+)
+
+// ToolFailed is the model-facing text of every failure that is not an
+// explicit model-facing error.
+const ToolFailed = "the tool failed"
+
+// Options configure an Invoker.
+type Options struct {
+	DefaultTimeout time.Duration // used when a tool sets none; default 30s
+	MaxOutputBytes int           // used when a tool sets none; default 64 KiB
+	MaxConcurrent  int           // calls running at once, default 64
+	Logger         *slog.Logger
+}
+
+// Invoker runs prepared calls.
+type Invoker struct {
+	opts Options
+	sem  chan struct{}
+	log  *slog.Logger
+}
+
+// New returns an Invoker.
+func New(opts Options) *Invoker {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = 64 << 10
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 64
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Invoker{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), log: opts.Logger}
+}
+
+// Outcome is the shaped result of one invocation.
+type Outcome struct {
+	Outcome   string // OutcomeOK or OutcomeToolError
+	Content   string // model-facing
+	IsError   bool
+	Data      map[string]any
+	Bytes     int
+	Truncated bool
+	// Err is the internal cause of a tool_error, for logs and audit only.
+	Err      error
+	Duration time.Duration
+}
+
+// Limits computes the effective limits of a call: the tool's own, or the
+// gateway defaults, tightened (never loosened) by obligations.
+func (iv *Invoker) Limits(spec *tools.Spec, ob decision.Obligations) tools.Limits {
+	lim := spec.Limits
+	if lim.Timeout <= 0 {
+		lim.Timeout = iv.opts.DefaultTimeout
+	}
+	if lim.MaxOutputBytes <= 0 {
+		lim.MaxOutputBytes = iv.opts.MaxOutputBytes
+	}
+	if ob.TimeoutMS > 0 {
+		if d := time.Duration(ob.TimeoutMS) * time.Millisecond; d < lim.Timeout {
+			lim.Timeout = d
+		}
+	}
+	if ob.MaxOutputBytes > 0 && ob.MaxOutputBytes < int64(lim.MaxOutputBytes) {
+		lim.MaxOutputBytes = int(ob.MaxOutputBytes)
+	}
+	lim.ExcludePaths = append(append([]string(nil), lim.ExcludePaths...), ob.ExcludePaths...)
+	return lim
+}
+
+// Invoke runs p under the limits obligations allow.
+func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.Obligations) Outcome {
+	start := time.Now()
+	lim := iv.Limits(p.Spec(), ob)
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+
+	select {
+	case iv.sem <- struct{}{}:
+		defer func() { <-iv.sem }()
+	case <-ctx.Done():
+		return iv.failed(start, fmt.Errorf("waiting for a concurrency slot: %w", ctx.Err()))
+	}
+
+	res, err := iv.run(ctx, p, lim)
+	if err == nil && ctx.Err() != nil {
+		// A tool that ignored its deadline must not be reported as a
+		// success after the limit.
+		err = fmt.Errorf("tool exceeded its time limit: %w", ctx.Err())
+	}
+	if err != nil {
+		var me *tools.ModelError
+		if errors.As(err, &me) {
+			return Outcome{Outcome: OutcomeToolError, Content: me.Message, IsError: true, Err: err, Duration: time.Since(start)}
+		}
+		return iv.failed(start, err)
+	}
+	content, cut := capContent(res.Content, lim.MaxOutputBytes)
+	return Outcome{
+		Outcome:   OutcomeOK,
+		Content:   content,
+		Data:      res.Data,
+		Bytes:     res.Bytes,
+		Truncated: res.Truncated || cut,
+		Duration:  time.Since(start),
+	}
+}
+
+func (iv *Invoker) failed(start time.Time, err error) Outcome {
+	return Outcome{Outcome: OutcomeToolError, Content: ToolFailed, IsError: true, Err: err, Duration: time.Since(start)}
+}
+
+// run calls the tool, turning a panic into an error so one broken tool
+// cannot take the gateway down or leak a stack to the model.
+func (iv *Invoker) run(ctx context.Context, p *prepare.Prepared, lim tools.Limits) (res tools.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			iv.log.Error("tool panicked", "tool", p.ToolName(), "call_id", p.CallID(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("tool panicked: %v", r)
+		}
+	}()
+	return p.Run(ctx, lim)
+}
+
+// truncationNotice ends content the gateway had to cut.
+const truncationNotice = "\n[truncated: output exceeded the limit]"
+
+// capContent enforces the byte cap on model-facing content even when a tool
+// did not, cutting on a UTF-8 boundary.
+func capContent(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	keep := max - len(truncationNotice)
+	if keep < 0 {
+		keep = 0
+	}
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + truncationNotice, true
+}

@@ -1,0 +1,405 @@
+// Package pipeline is the request path of a tool call, one straight line:
+// availability → prepare → decide → audit(decision) → invoke →
+// audit(result). Each stage hands the next an immutable value. It knows no
+// HTTP; internal/api maps its results and errors to responses.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/invoke"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+// Decision outcomes (CONTRACT §4).
+const (
+	OutcomeAllow            = "allow"
+	OutcomeDenied           = "denied"
+	OutcomeUnavailable      = "unavailable"
+	OutcomeInvalidArguments = "invalid_arguments"
+	OutcomeApprovalRequired = "approval_required"
+)
+
+// Model-facing contract strings.
+const (
+	TextUnavailable      = "tool unavailable"
+	TextDenied           = "permission denied"
+	TextApprovalRequired = "approval required"
+)
+
+// Errors that make the gateway fail closed: nothing ran.
+var (
+	// ErrPolicy: no policy loaded, evaluation error or malformed decision.
+	ErrPolicy = errors.New("policy unavailable")
+	// ErrAudit: the decision event could not be committed.
+	ErrAudit = errors.New("audit store unavailable")
+	// ErrOverloaded: the audit queue is full.
+	ErrOverloaded = errors.New("audit queue full")
+)
+
+// Options wire a Pipeline.
+type Options struct {
+	Registry *tools.Registry
+	Envs     map[string]*tools.Env // by tenant
+	Engine   *decision.Engine
+	Preparer *prepare.Preparer
+	Invoker  *invoke.Invoker
+	Audit    *audit.Log
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
+	NewID    func() string
+	Now      func() time.Time
+}
+
+// Pipeline runs tool calls and decisions.
+type Pipeline struct {
+	o Options
+}
+
+// New returns a Pipeline.
+func New(o Options) *Pipeline {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NewID == nil {
+		o.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	return &Pipeline{o: o}
+}
+
+// Request is one call as the API received it. Identity is verified; the
+// arguments are raw bytes that only prepare decodes.
+type Request struct {
+	Identity  *auth.Identity
+	Tool      string
+	Arguments []byte
+	SessionID string
+	CallID    string // optional; generated when empty
+}
+
+// Response is a call's or a decision's result. For decisions Outcome is a
+// decision outcome; for calls a call outcome.
+type Response struct {
+	CallID        string
+	DecisionID    string
+	Outcome       string
+	Content       string
+	IsError       bool
+	Data          map[string]any
+	RequestDigest string
+}
+
+// Spec lists the tools the availability policy offers id, in declaration
+// order.
+func (p *Pipeline) Tools(ctx context.Context, id *auth.Identity, sessionID string) ([]*tools.Spec, error) {
+	rev, err := p.revision()
+	if err != nil {
+		return nil, err
+	}
+	var out []*tools.Spec
+	for _, t := range p.o.Registry.All() {
+		ok, err := p.available(ctx, rev, id, sessionID, t.Spec())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, t.Spec())
+		}
+	}
+	return out, nil
+}
+
+// Call decides a call and, when allowed, runs it.
+func (p *Pipeline) Call(ctx context.Context, req Request) (Response, error) {
+	return p.handle(ctx, req, true)
+}
+
+// Decide prepares, decides and audits a call without running it (PDP mode).
+func (p *Pipeline) Decide(ctx context.Context, req Request) (Response, error) {
+	return p.handle(ctx, req, false)
+}
+
+// call is the state of one request as it moves down the pipeline.
+type call struct {
+	req        Request
+	run        bool
+	rev        *decision.Revision
+	callID     string
+	decisionID string
+	spec       *tools.Spec
+	prepared   *prepare.Prepared
+	durations  map[string]int64
+}
+
+func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
+	mode := "decision"
+	if run {
+		mode = "call"
+	}
+	c := &call{req: req, run: run, callID: req.CallID, decisionID: p.o.NewID(), durations: map[string]int64{}}
+	if c.callID == "" {
+		c.callID = p.o.NewID()
+	}
+	resp, err := p.handleCall(ctx, c)
+	if err != nil {
+		p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		return Response{}, err
+	}
+	p.o.Metrics.Calls.WithLabelValues(mode, resp.Outcome).Inc()
+	return resp, nil
+}
+
+func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
+	rev, err := p.revision()
+	if err != nil {
+		return Response{}, err
+	}
+	c.rev = rev
+	id := c.req.Identity
+
+	// Availability, before any argument is decoded. An unknown tool and a
+	// hidden tool look the same to the caller; only the audit reason differs.
+	t0 := time.Now()
+	tool, known := p.o.Registry.Lookup(c.req.Tool)
+	env := p.o.Envs[id.Tenant]
+	if !known || env == nil {
+		p.stage("availability", c, t0)
+		return p.refuse(ctx, c, OutcomeUnavailable, []string{"unknown tool"}, nil)
+	}
+	c.spec = tool.Spec()
+	ok, err := p.available(ctx, rev, id, c.req.SessionID, c.spec)
+	p.stage("availability", c, t0)
+	if err != nil {
+		return Response{}, err
+	}
+	if !ok {
+		return p.refuse(ctx, c, OutcomeUnavailable, []string{"availability policy did not offer the tool"}, nil)
+	}
+
+	// Prepare: the one strict decode, schema, normalization, digest.
+	t0 = time.Now()
+	prep, err := p.o.Preparer.Prepare(ctx, prepare.Call{
+		Identity: id, SessionID: c.req.SessionID, CallID: c.callID,
+		Tool: tool, Env: env, RawArgs: c.req.Arguments,
+	})
+	p.stage("prepare", c, t0)
+	if err != nil {
+		var ie *prepare.InvalidArgumentsError
+		if errors.As(err, &ie) {
+			return p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie)
+		}
+		return Response{}, fmt.Errorf("%w: %v", errInternal, err)
+	}
+	c.prepared = prep
+
+	// Decide on exactly the document whose digest is audited and whose
+	// artifact runs.
+	t0 = time.Now()
+	dec, err := rev.Decide(ctx, prep.PolicyInput())
+	if err != nil {
+		p.stage("decide", c, t0)
+		p.o.Logger.Error("authorization failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
+		return Response{}, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+	mask, err := rev.Mask(ctx, prep.PolicyInput())
+	p.stage("decide", c, t0)
+	if err != nil {
+		p.o.Logger.Error("audit mask failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
+		return Response{}, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+
+	outcome := OutcomeAllow
+	switch {
+	case !dec.Allow:
+		outcome = OutcomeDenied
+	case dec.ApprovalRequired:
+		outcome = OutcomeApprovalRequired
+	}
+	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
+	ev.Input = audit.Mask(prep.Document(), mask)
+	ev.Obligations = dec.Obligations.Raw
+	if err := p.append(ctx, c, ev); err != nil {
+		return Response{}, err
+	}
+
+	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
+	switch outcome {
+	case OutcomeDenied:
+		resp.Outcome, resp.IsError = OutcomeDenied, true
+		resp.Content = TextDenied
+		if dec.Message != "" {
+			resp.Content = dec.Message
+		}
+		return resp, nil
+	case OutcomeApprovalRequired:
+		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
+		return resp, nil
+	}
+	if !c.run {
+		resp.Outcome = OutcomeAllow
+		return resp, nil
+	}
+
+	// The decision event is durable: the tool may run now.
+	out := p.o.Invoker.Invoke(ctx, prep, dec.Obligations)
+	c.durations["invoke"] = out.Duration.Microseconds()
+	p.o.Metrics.StageDuration.WithLabelValues("invoke").Observe(out.Duration.Seconds())
+	res := p.event(c, audit.PhaseResult, out.Outcome, nil)
+	res.Input = ev.Input
+	res.Result = &audit.ResultInfo{IsError: out.IsError, Bytes: out.Bytes, Truncated: out.Truncated}
+	if out.Err != nil {
+		res.Result.Error = out.Err.Error()
+		p.o.Logger.Warn("tool failed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", out.Err)
+	}
+	if err := p.o.Audit.Append(ctx, res); err != nil {
+		// The effect happened and its decision event is committed; failing
+		// the response now would only invite a retry of the effect.
+		p.o.Metrics.ResultAuditLost.Inc()
+		p.o.Logger.Error("result event not written", "tenant", id.Tenant, "call_id", c.callID, "decision_id", c.decisionID, "err", err)
+	}
+	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
+	return resp, nil
+}
+
+// refuse audits a decision that stops the call before authorization
+// (unavailable, invalid arguments) and shapes its response.
+func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons []string, ie *prepare.InvalidArgumentsError) (Response, error) {
+	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
+	if c.spec != nil {
+		in := prepare.AvailabilityInput(c.req.Identity, c.req.SessionID, c.spec)
+		if ie != nil {
+			in["problems"] = problems(ie)
+		}
+		ev.Input = in
+	} else {
+		ev.Input = map[string]any{"tool": map[string]any{"name": c.req.Tool}}
+	}
+	if err := p.append(ctx, c, ev); err != nil {
+		return Response{}, err
+	}
+	resp := Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: outcome, IsError: true}
+	switch outcome {
+	case OutcomeUnavailable:
+		resp.Content = TextUnavailable
+	case OutcomeInvalidArguments:
+		resp.Content = ie.Error()
+	}
+	return resp, nil
+}
+
+func problems(ie *prepare.InvalidArgumentsError) []any {
+	out := make([]any, len(ie.Problems))
+	for i, pr := range ie.Problems {
+		out[i] = map[string]any{"pointer": pr.Pointer, "rule": pr.Rule}
+	}
+	return out
+}
+
+func (p *Pipeline) event(c *call, phase, outcome string, reasons []string) *audit.Event {
+	id := c.req.Identity
+	ev := &audit.Event{
+		Tenant:         id.Tenant,
+		Principal:      id.Principal,
+		Client:         id.Client,
+		CallID:         c.callID,
+		DecisionID:     c.decisionID,
+		SessionID:      c.req.SessionID,
+		Tool:           c.req.Tool,
+		Phase:          phase,
+		Outcome:        outcome,
+		Reasons:        append([]string{}, reasons...),
+		PolicyRevision: c.rev.ID(),
+		DurationsUS:    map[string]int64{},
+	}
+	if !tools.ValidName(ev.Tool) {
+		ev.Tool = "" // never store an attacker-sized or malformed name
+	}
+	if c.spec != nil {
+		ev.Action = c.spec.Action
+	}
+	if c.prepared != nil {
+		ev.RequestDigest = c.prepared.Digest()
+	}
+	for k, v := range c.durations {
+		ev.DurationsUS[k] = v
+	}
+	return ev
+}
+
+func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event) error {
+	t0 := time.Now()
+	err := p.o.Audit.Append(ctx, ev)
+	p.o.Metrics.StageDuration.WithLabelValues("audit").Observe(time.Since(t0).Seconds())
+	if err == nil {
+		return nil
+	}
+	p.o.Logger.Error("decision event not written; failing closed", "tenant", ev.Tenant, "call_id", c.callID, "err", err)
+	if errors.Is(err, audit.ErrOverloaded) {
+		return fmt.Errorf("%w: %v", ErrOverloaded, err)
+	}
+	return fmt.Errorf("%w: %v", ErrAudit, err)
+}
+
+func (p *Pipeline) revision() (*decision.Revision, error) {
+	rev, err := p.o.Engine.Current()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+	return rev, nil
+}
+
+func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec) (bool, error) {
+	in, err := ast.InterfaceToValue(prepare.AvailabilityInput(id, sessionID, s))
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", errInternal, err)
+	}
+	ok, err := rev.Available(ctx, in)
+	if err != nil {
+		p.o.Logger.Error("availability failed closed", "tenant", id.Tenant, "tool", s.Name, "err", err)
+		return false, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+	return ok, nil
+}
+
+func (p *Pipeline) stage(name string, c *call, t0 time.Time) {
+	d := time.Since(t0)
+	c.durations[name] += d.Microseconds()
+	p.o.Metrics.StageDuration.WithLabelValues(name).Observe(d.Seconds())
+}
+
+// errInternal marks failures that are bugs or environment faults, not
+// dependencies being down; the API answers 500.
+var errInternal = errors.New("internal error")
+
+// IsInternal reports whether err is an internal failure.
+func IsInternal(err error) bool { return errors.Is(err, errInternal) }
+
+func causeOf(err error) string {
+	switch {
+	case errors.Is(err, ErrPolicy):
+		return "policy"
+	case errors.Is(err, ErrOverloaded):
+		return "audit_overloaded"
+	case errors.Is(err, ErrAudit):
+		return "audit"
+	}
+	return "internal"
+}
