@@ -204,9 +204,9 @@ func TestAuditStoreDownMeansNothingRuns(t *testing.T) {
 // decision — nothing runs.
 func TestPolicyFailuresFailClosed(t *testing.T) {
 	cases := map[string]map[string]string{
-		"no policy loaded":   {"a.rego": "package toolgate.availability\nallow if {"},
-		"undefined decision": {"a.rego": allowAll, "b.rego": "package toolgate.authz\ndecision := {\"allow\": true} if false\n"},
-		"allow not boolean":  {"a.rego": allowAll, "b.rego": "package toolgate.authz\ndecision := {\"allow\": \"yes\"}\n"},
+		"no policy loaded":    {"a.rego": "package toolgate.availability\nallow if {"},
+		"undefined decision":  {"a.rego": allowAll, "b.rego": "package toolgate.authz\ndecision := {\"allow\": true} if false\n"},
+		"allow not boolean":   {"a.rego": allowAll, "b.rego": "package toolgate.authz\ndecision := {\"allow\": \"yes\"}\n"},
 		"decision not object": {"a.rego": allowAll, "b.rego": "package toolgate.authz\ndecision := true\n"},
 		"builtin error": {"a.rego": allowAll, "b.rego": `package toolgate.authz
 decision := {"allow": to_number(input.args.text) > 0}
