@@ -77,7 +77,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	if s.o.Gatherer != nil {
-		r.Handle("/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))
 	}
 
 	r.Route("/v1", func(r chi.Router) {
