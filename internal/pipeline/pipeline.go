@@ -179,8 +179,8 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	// hidden tool look the same to the caller; only the audit reason differs.
 	t0 := time.Now()
 	tool, known := p.o.Registry.Lookup(c.req.Tool)
-	env := p.o.Envs[id.Tenant]
-	if !known || env == nil {
+	base := p.o.Envs[id.Tenant]
+	if !known || base == nil {
 		p.stage("availability", c, t0)
 		return p.refuse(ctx, c, OutcomeUnavailable, []string{"unknown tool"}, nil)
 	}
@@ -194,11 +194,15 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		return p.refuse(ctx, c, OutcomeUnavailable, []string{"availability policy did not offer the tool"}, nil)
 	}
 
-	// Prepare: the one strict decode, schema, normalization, digest.
+	// Prepare: the one strict decode, schema, normalization, digest. The
+	// environment is the tenant's, narrowed to the caller's session.
+	env := *base
+	env.SessionID = c.req.SessionID
+	env.Principal = id.Principal
 	t0 = time.Now()
 	prep, err := p.o.Preparer.Prepare(ctx, prepare.Call{
 		Identity: id, SessionID: c.req.SessionID, CallID: c.callID,
-		Tool: tool, Env: env, RawArgs: c.req.Arguments,
+		Tool: tool, Env: &env, RawArgs: c.req.Arguments,
 	})
 	p.stage("prepare", c, t0)
 	if err != nil {

@@ -70,11 +70,13 @@ type Plan struct {
 	Artifact  any
 }
 
-// Env carries what a tool may touch for one tenant. It is built by the
-// composition root once per tenant and selected by the verified tenant.
+// Env carries what a tool may touch for one tenant. The composition root
+// builds one per tenant; the pipeline copies it per call and fills in the
+// verified principal and the caller's session.
 type Env struct {
 	Tenant    string
-	SessionID string
+	Principal string // the verified caller, for tools that record ownership
+	SessionID string // "" when the call named no session
 	Workspace *Workspace
 }
 
