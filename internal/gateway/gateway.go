@@ -53,14 +53,14 @@ func Builtins() map[string]tools.Tool {
 
 // New assembles a gateway from cfg. Configuration problems found here
 // (such as an unknown built-in tool) are *config.Error values.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (g *Gateway, err error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g = &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
-			g.Close()
+			g.Close() // release whatever was opened before the failure
 		}
 	}()
 	g.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("../../policies")
+	body = strings.ReplaceAll(body, "POLICIES", abs)
+	f := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const goodConfig = `listen: "127.0.0.1:0"
+policy: {dir: POLICIES}
+audit: {dsn: audit.db}
+auth: {jwt: {hs256_secret_file: secret}}
+tenants: {acme: {workspace: ws}}
+tools: {builtin: [read-file]}
+`
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCommandLine(t *testing.T) {
+	good := writeConfig(t, goodConfig)
+	apiKeyOnly := writeConfig(t, strings.Replace(goodConfig, "auth: {jwt: {hs256_secret_file: secret}}",
+		`auth: {api_keys: [{id: bot, sha256: "`+strings.Repeat("ab", 32)+`", tenant: acme}]}`, 1))
+	badKey := writeConfig(t, goodConfig+"extra: 1\n")
+	unknownTool := writeConfig(t, strings.Replace(goodConfig, "[read-file]", "[read-file, teleport]", 1))
+
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+		env    map[string]string
+	}{
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, nil},
+		{"help", []string{"help"}, 0, "gateway policy test", "", nil},
+		{"token needs tenant and sub", []string{"token", "--config", good}, 2, "", "--tenant and --sub are required", nil},
+		{"token for an unconfigured tenant", []string{"token", "--config", good, "--tenant", "globex", "--sub", "a"}, 2, "", `tenant "globex" is not configured`, nil},
+		{"token without an HS256 secret", []string{"token", "--config", apiKeyOnly, "--tenant", "acme", "--sub", "a"}, 2, "", "no auth.jwt.hs256_secret_file", nil},
+		{"token", []string{"token", "--config", good, "--tenant", "acme", "--sub", "alice", "--roles", "developer,auditor"}, 0, "eyJ", "", nil},
+		{"token flags from the environment", []string{"token"}, 0, "eyJ", "", map[string]string{"TOOLGATE_CONFIG": good, "TOOLGATE_TENANT": "acme", "TOOLGATE_SUB": "bob"}},
+		{"bad ttl", []string{"token", "--config", good, "--tenant", "acme", "--sub", "a", "--ttl", "-1h"}, 2, "", "--ttl", nil},
+		{"config error names file and key", []string{"serve", "--config", badKey}, 2, "", "gateway.yaml:7: extra: unknown key", nil},
+		{"missing config", []string{"serve", "--config", "/nonexistent/gateway.yaml"}, 2, "", "/nonexistent/gateway.yaml", nil},
+		{"unknown built-in tool", []string{"serve", "--config", unknownTool}, 2, "", `tools.builtin[1]: unknown built-in tool "teleport"`, nil},
+		{"policy test", []string{"policy", "test", "../../policies", "../../policies_test"}, 0, "PASS", "", nil},
+		{"policy check", []string{"policy", "check", "../../policies"}, 0, "ok", "", nil},
+		{"policy check of a missing folder", []string{"policy", "check", "/nonexistent"}, 2, "", "", nil},
+		{"policy without sub-command", []string{"policy"}, 2, "", "usage", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, out, errs := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tc.code, out, errs)
+			}
+		})
+	}
+}
+
+func TestPolicyCheckReportsContractProblems(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.rego"), []byte("package toolgate.availability\n\nallow if input.args.path == \"x\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": false}\n"), 0o644)
+	code, out, _ := runCLI(t, "policy", "check", dir)
+	if code != 1 || !strings.Contains(out, "a.rego:3") || !strings.Contains(out, "input.args") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
