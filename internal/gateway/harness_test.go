@@ -28,7 +28,7 @@ import (
 // harness runs a real gateway on loopback, built from a real gateway.yaml
 // by the same code path as `gateway serve`, with the shipped policy pack.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	base   string
 	g      *Gateway
@@ -50,7 +50,7 @@ var (
 	specErr  error
 )
 
-func loadSpec(t *testing.T) *apispec.Spec {
+func loadSpec(t testing.TB) *apispec.Spec {
 	specOnce.Do(func() { spec, specErr = apispec.Load("../../api/openapi.yaml") })
 	if specErr != nil {
 		t.Fatal(specErr)
@@ -58,7 +58,7 @@ func loadSpec(t *testing.T) *apispec.Spec {
 	return spec
 }
 
-func start(t *testing.T, opts ...func(*setup)) *harness {
+func start(t testing.TB, opts ...func(*setup)) *harness {
 	t.Helper()
 	var s setup
 	for _, o := range opts {
@@ -156,7 +156,7 @@ limits:
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
