@@ -1,0 +1,58 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+type getTool struct{ base }
+
+// getArtifact names the task to read.
+type getArtifact struct {
+	scoped
+	id string
+}
+
+// Prepare checks that the task exists in the session.
+func (t *getTool) Prepare(ctx context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
+	tenant, session, err := scope(env)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	id, err := idArg(args, "task_id")
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	if _, err := t.store.Get(ctx, tenant, session, id); errors.Is(err, ErrNotFound) {
+		return tools.Plan{}, notFound("/task_id")
+	} else if err != nil {
+		return tools.Plan{}, err
+	}
+	return tools.Plan{
+		Args:      copyArgs(args),
+		Resources: []tools.Resource{{"type": "task", "id": id, "session": session}},
+		Artifact:  getArtifact{scoped: scoped{tenant, session}, id: id},
+	}, nil
+}
+
+// Run reads the task as it is now.
+func (t *getTool) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.Limits) (tools.Result, error) {
+	a, ok := artifact.(getArtifact)
+	if !ok {
+		return tools.Result{}, fmt.Errorf("task: task-get: artifact of type %T", artifact)
+	}
+	if err := a.runScope(env); err != nil {
+		return tools.Result{}, err
+	}
+	cur, err := t.store.Get(ctx, a.tenant, a.session, a.id)
+	if isConcurrentChange(err) {
+		return tools.Result{}, errConflict(err)
+	}
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("task: get: %w", err)
+	}
+	return renderTask(cur, lim)
+}
