@@ -1,0 +1,97 @@
+package sandbox
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// helperConfig is the decoded command line of the sandbox-exec helper.
+type helperConfig struct {
+	write   []string
+	read    []string
+	network bool
+	argv0   string
+	path    string
+	args    []string // argv[1:] of the program
+}
+
+// Main is the entry point of the hidden "gateway sandbox-exec" sub-command.
+// args are the arguments after the sub-command name, as written by [Wrap]:
+//
+//	--write=DIR... [--read=DIR...] [--net] [--argv0=NAME] -- PROGRAM ARGS...
+//
+// Main confines the process with Landlock and replaces it with PROGRAM
+// (looked up in the PATH of the inherited environment), so on success it
+// never returns. It returns 126 without running PROGRAM when the arguments
+// are malformed or any step of the confinement fails, and 127 when PROGRAM
+// is not found. The reason goes to stderr, which the caller usually shows to
+// the model, so it never names host paths.
+func Main(args []string) int {
+	return runHelper(args, os.Stderr)
+}
+
+func runHelper(args []string, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "sandbox-exec: "+format+"\n", a...)
+		return code
+	}
+	cfg, err := parseHelperArgs(args)
+	if err != nil {
+		return fail(ExitConfineFailed, "%v", err)
+	}
+	path, err := exec.LookPath(cfg.path)
+	if err != nil {
+		return fail(ExitNotFound, "command not found")
+	}
+	argv0 := cfg.argv0
+	if argv0 == "" {
+		argv0 = cfg.path
+	}
+	argv := append([]string{argv0}, cfg.args...)
+	// confineAndExec returns only on failure.
+	code, err := confineAndExec(cfg, path, argv, os.Environ())
+	return fail(code, "%v", err)
+}
+
+// parseHelperArgs decodes the helper's command line. The "--" before the
+// program is required so that a program name can never be taken for a flag.
+func parseHelperArgs(args []string) (helperConfig, error) {
+	var cfg helperConfig
+	fs := flag.NewFlagSet(SubCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("write", "writable directory (repeatable)", func(s string) error {
+		cfg.write = append(cfg.write, s)
+		return nil
+	})
+	fs.Func("read", "readable directory (repeatable); restricts reads", func(s string) error {
+		cfg.read = append(cfg.read, s)
+		return nil
+	})
+	fs.BoolVar(&cfg.network, "net", false, "allow TCP connect and bind")
+	fs.StringVar(&cfg.argv0, "argv0", "", "argv[0] of the program")
+	if err := fs.Parse(args); err != nil {
+		return cfg, errors.New("bad arguments")
+	}
+	// flag stops at "--" and consumes it; it stops at the first non-flag
+	// without consuming anything, which is the case we reject.
+	consumed := len(args) - fs.NArg()
+	if consumed == 0 || args[consumed-1] != "--" {
+		return cfg, errors.New("bad arguments: missing -- before the program")
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || rest[0] == "" {
+		return cfg, errors.New("bad arguments: no program")
+	}
+	for _, d := range append(append([]string(nil), cfg.write...), cfg.read...) {
+		if !filepath.IsAbs(d) {
+			return cfg, errors.New("bad arguments: directories must be absolute")
+		}
+	}
+	cfg.path, cfg.args = rest[0], rest[1:]
+	return cfg, nil
+}

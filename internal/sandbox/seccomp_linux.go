@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"errors"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock's network rights cover TCP only, and on Linux 6.18 (erratum 1
+// applied) not even IPPROTO_MPTCP sockets, which fall back to plain TCP with
+// any peer: "curl --mptcp" would walk past a Landlock-only "no network".
+// So a command without network also gets a seccomp filter that refuses to
+// create any socket but AF_UNIX (no IP, raw, packet, vsock or netlink
+// socket) and refuses io_uring, whose IORING_OP_SOCKET creates sockets
+// without the socket syscall.
+
+// seccomp_data offsets (struct seccomp_data in linux/seccomp.h).
+const (
+	seccompDataNr   = 0
+	seccompDataArch = 4
+	seccompDataArg0 = 16 // low 32 bits on little-endian, the only kind supported
+)
+
+// x32SyscallBit marks x32 syscalls, which share AUDIT_ARCH_X86_64 and so
+// must be refused separately.
+const x32SyscallBit = 0x40000000
+
+func bpfStmt(code uint16, k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: code, K: k}
+}
+
+func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+// noNetworkFilter builds the BPF program described above for this arch.
+func noNetworkFilter() []unix.SockFilter {
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	allow := bpfStmt(ret, unix.SECCOMP_RET_ALLOW)
+	prog := []unix.SockFilter{
+		// A syscall of a foreign ABI (e.g. i386 on amd64) would dodge the
+		// syscall numbers below: kill instead.
+		bpfStmt(ld, seccompDataArch),
+		bpfJump(jeq, auditArch, 1, 0),
+		bpfStmt(ret, unix.SECCOMP_RET_KILL_PROCESS),
+		bpfStmt(ld, seccompDataNr),
+	}
+	if hasX32 {
+		prog = append(prog,
+			bpfJump(jge, x32SyscallBit, 0, 1),
+			bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+		)
+	}
+	return append(prog,
+		bpfJump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
+		bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+		bpfJump(jeq, unix.SYS_SOCKET, 1, 0),
+		allow,
+		bpfStmt(ld, seccompDataArg0),
+		bpfJump(jeq, unix.AF_UNIX, 0, 1),
+		allow,
+		bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES)),
+	)
+}
+
+// seccompAvailable reports whether this kernel and arch can take the
+// filter. PR_GET_SECCOMP fails with EINVAL when seccomp is not built in.
+func seccompAvailable() error {
+	if !seccompArchSupported {
+		return errors.New("no seccomp filter for this CPU architecture")
+	}
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		return errors.New("seccomp unavailable: " + err.Error())
+	}
+	return nil
+}
+
+// installNoNetworkFilter applies the filter to the calling thread, which
+// must already have no_new_privs set.
+func installNoNetworkFilter() error {
+	filter := noNetworkFilter()
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0)
+}
