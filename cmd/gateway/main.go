@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
 const (
@@ -38,6 +39,11 @@ const (
 )
 
 func main() {
+	// The confinement helper re-executes this binary; it must do nothing
+	// but confine and exec the program.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SubCommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
