@@ -27,7 +27,6 @@ import (
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/tools"
-	"github.com/toolgate/toolgate/internal/tools/workspace"
 )
 
 // Gateway is an assembled, not yet serving, gateway.
@@ -38,17 +37,9 @@ type Gateway struct {
 	store      audit.Store
 	audit      *audit.Log
 	workspaces []*tools.Workspace
+	closers    []func() error // tool families' stores and supervisors
 	handler    http.Handler
 	registry   *prometheus.Registry
-}
-
-// Builtins returns every built-in tool by name.
-func Builtins() map[string]tools.Tool {
-	m := map[string]tools.Tool{}
-	for _, t := range workspace.Tools() {
-		m[t.Spec().Name] = t
-	}
-	return m
 }
 
 // New assembles a gateway from cfg. Configuration problems found here
@@ -65,19 +56,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}()
 	g.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(g.registry)
-
-	// Tools, in the order the configuration declares them.
-	builtins := Builtins()
-	reg, _ := tools.NewRegistry()
-	for i, name := range cfg.Tools.Builtin {
-		t, ok := builtins[name]
-		if !ok {
-			return nil, &config.Error{File: cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: fmt.Sprintf("unknown built-in tool %q", name)}
-		}
-		if err := reg.Add(t); err != nil {
-			return nil, &config.Error{File: cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: err.Error()}
-		}
-	}
 
 	// Credentials.
 	if f := cfg.Auth.JWT.HS256SecretFile; f != "" {
@@ -127,6 +105,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	// Tools, in the order the configuration declares them (some families
+	// keep state in the audit database).
+	reg, err := g.buildRegistry(ctx)
+	if err != nil {
+		return nil, err
+	}
+
 	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
 		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
 		Logger: log, Registerer: g.registry,
@@ -191,6 +176,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 // Close releases the stores and workspaces. The audit log drains first.
 func (g *Gateway) Close() error {
 	var errs []error
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		errs = append(errs, g.closers[i]())
+	}
 	if g.audit != nil {
 		errs = append(errs, g.audit.Close())
 	}

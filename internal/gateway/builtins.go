@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/tools/fetch"
+	"github.com/toolgate/toolgate/internal/tools/task"
+	"github.com/toolgate/toolgate/internal/tools/workspace"
+)
+
+// family is a group of built-in tools that share state (a store, a
+// process supervisor). It is only started when one of its tools is
+// configured.
+type family struct {
+	names []string
+	start func(ctx context.Context, g *Gateway) ([]tools.Tool, error)
+}
+
+var families = []family{
+	{
+		names: []string{"read-file", "write-file", "edit-file", "glob", "grep"},
+		start: func(context.Context, *Gateway) ([]tools.Tool, error) { return workspace.Tools(), nil },
+	},
+	{
+		names: []string{"fetch"},
+		start: func(context.Context, *Gateway) ([]tools.Tool, error) {
+			return []tools.Tool{fetch.New(fetch.Options{})}, nil
+		},
+	},
+	{
+		names: []string{"task-create", "task-update", "task-get", "task-list"},
+		start: func(ctx context.Context, g *Gateway) ([]tools.Tool, error) {
+			if g.cfg.Audit.Driver != "sqlite" {
+				return nil, fmt.Errorf("task tools need the sqlite audit driver in this build")
+			}
+			st, err := task.OpenSQLite(ctx, g.cfg.Audit.DSN)
+			if err != nil {
+				return nil, err
+			}
+			g.closers = append(g.closers, st.Close)
+			return task.Tools(st, task.Options{}), nil
+		},
+	},
+}
+
+// BuiltinNames lists every built-in tool this build offers.
+func BuiltinNames() []string {
+	var out []string
+	for _, f := range families {
+		out = append(out, f.names...)
+	}
+	return out
+}
+
+// buildRegistry starts the families the configuration uses and registers
+// the configured tools in declaration order.
+func (g *Gateway) buildRegistry(ctx context.Context) (*tools.Registry, error) {
+	want := map[string]int{}
+	for i, name := range g.cfg.Tools.Builtin {
+		want[name] = i
+	}
+	have := map[string]tools.Tool{}
+	for _, f := range families {
+		used := false
+		for _, n := range f.names {
+			if _, ok := want[n]; ok {
+				used = true
+			}
+		}
+		if !used {
+			continue
+		}
+		ts, err := f.start(ctx, g)
+		if err != nil {
+			return nil, &config.Error{File: g.cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", want[f.names[0]]), Problem: err.Error()}
+		}
+		for _, t := range ts {
+			have[t.Spec().Name] = t
+		}
+	}
+	reg, _ := tools.NewRegistry()
+	for i, name := range g.cfg.Tools.Builtin {
+		t, ok := have[name]
+		if !ok {
+			return nil, &config.Error{File: g.cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: fmt.Sprintf("unknown built-in tool %q", name)}
+		}
+		if err := reg.Add(t); err != nil {
+			return nil, &config.Error{File: g.cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", i), Problem: err.Error()}
+		}
+	}
+	return reg, nil
+}
