@@ -1,0 +1,340 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+func TestBashReturnsOutputAndExitCode(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"sub/a.txt": "one\ntwo\n"})
+	cases := []struct {
+		name, command, cwd string
+		content            string
+		exit               float64
+	}{
+		{"builtin echo", "echo hi", "", "hi\n[exit code: 0]", 0},
+		{"executed program", "printf 'a\\nb\\n'", "", "a\nb\n[exit code: 0]", 0},
+		{"pipeline of programs", "cat sub/a.txt | wc -l", "", "2\n[exit code: 0]", 0},
+		{"non-zero exit is a result", "false", "", "[exit code: 1]", 1},
+		{"exit status of a program", "sh -c 'echo out; echo err >&2; exit 3'", "", "out\nerr\n[exit code: 3]", 3},
+		{"missing newline is added before the exit line", "printf x", "", "x\n[exit code: 0]", 0},
+		{"cwd is the working folder", "ls", "sub", "a.txt\n[exit code: 0]", 0},
+		{"unknown program", "no-such-program-xyz", "", "no-such-program-xyz: command not found\n[exit code: 127]", 127},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := map[string]any{"command": c.command}
+			if c.cwd != "" {
+				args["cwd"] = c.cwd
+			}
+			res := runBash(t, sh, env, args)
+			if res.Content != c.content {
+				t.Errorf("content = %q, want %q", res.Content, c.content)
+			}
+			if res.Data["exit_code"] != c.exit || res.Data["timed_out"] != false || res.Data["truncated"] != false {
+				t.Errorf("data = %v", res.Data)
+			}
+		})
+	}
+}
+
+func TestBashOutputKeepsHeadAndTailWithNotice(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	tool := bashTool(sh)
+	// 20000 numbered lines, about 110 KB, through a real program.
+	plan := mustPrepare(t, tool, env, map[string]any{
+		"command": `sh -c 'i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i+1)); done'`})
+	lim := tool.Spec().Limits
+	lim.MaxOutputBytes = 4096 // as a policy obligation would tighten it
+	res, err := tool.Run(context.Background(), env, plan.Artifact, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) > lim.MaxOutputBytes {
+		t.Errorf("content is %d bytes, cap %d", len(res.Content), lim.MaxOutputBytes)
+	}
+	if !strings.HasPrefix(res.Content, "line 0\nline 1\n") {
+		t.Errorf("head lost: %q", res.Content[:40])
+	}
+	if !strings.HasSuffix(res.Content, "line 19999\n[exit code: 0]") {
+		t.Errorf("tail lost: %q", res.Content[len(res.Content)-40:])
+	}
+	if !strings.Contains(res.Content, " bytes omitted ...]\n") || !res.Truncated || res.Data["truncated"] != true {
+		t.Errorf("no omission notice or flag: truncated=%v data=%v", res.Truncated, res.Data)
+	}
+	var total int
+	for i := range 20000 {
+		total += len(fmt.Sprintf("line %d\n", i))
+	}
+	if res.Bytes != total {
+		t.Errorf("Bytes = %d, want %d", res.Bytes, total)
+	}
+}
+
+func TestBashTimeoutKillsTheWholeGroupAndLeavesNoStrays(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	marker := fmt.Sprintf("30.%06d", rand.IntN(1000000))
+	cmd := fmt.Sprintf("sh -c 'sleep %s & sleep %s & echo started; wait'", marker, marker)
+	res := runBash(t, sh, env, map[string]any{"command": cmd, "timeout_ms": float64(1000)})
+	if res.Content != "started\n[timed out after 1s; process group killed]\n[exit code: 124]" {
+		t.Errorf("content = %q", res.Content)
+	}
+	if res.Data["timed_out"] != true || res.Data["exit_code"] != float64(124) {
+		t.Errorf("data = %v", res.Data)
+	}
+	assertNoStrays(t, marker)
+}
+
+func TestBashKillsWhatAProgramLeftBehind(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	marker := fmt.Sprintf("31.%06d", rand.IntN(1000000))
+	res := runBash(t, sh, env, map[string]any{"command": fmt.Sprintf("sh -c 'sleep %s > /dev/null & echo left'", marker)})
+	if res.Content != "left\n[exit code: 0]" {
+		t.Errorf("content = %q", res.Content)
+	}
+	assertNoStrays(t, marker)
+}
+
+func TestBashTimeoutFollowsTheTightenedLimit(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, map[string]any{"command": "sleep 20"}) // default 30 s
+	lim := tool.Spec().Limits
+	lim.Timeout = time.Second // tightened by an obligation
+	res, err := tool.Run(context.Background(), env, plan.Artifact, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tenth of the limit is kept back to kill the group and report
+	// before the caller's deadline.
+	if res.Data["timed_out"] != true || !strings.Contains(res.Content, "[timed out after 0.9s;") {
+		t.Errorf("content %q data %v", res.Content, res.Data)
+	}
+}
+
+func TestBashCancelKillsAndFails(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	tool := bashTool(sh)
+	marker := fmt.Sprintf("32.%06d", rand.IntN(1000000))
+	plan := mustPrepare(t, tool, env, map[string]any{"command": "sleep " + marker})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := tool.Run(ctx, env, plan.Artifact, tool.Spec().Limits)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	assertNoStrays(t, marker)
+}
+
+func TestBashEnvironmentIsTheAllowlist(t *testing.T) {
+	t.Setenv("SECRET_VAR", "hunter2")
+	sh := newTestShell(t, Options{Getenv: os.Getenv})
+	env, dir := testEnv(t, "acme", "s-1")
+	res := runBash(t, sh, env, map[string]any{"command": "env"})
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(res.Content, "\n[exit code: 0]"), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	if _, ok := got["SECRET_VAR"]; ok || strings.Contains(res.Content, "hunter2") {
+		t.Errorf("gateway variable leaked: %q", res.Content)
+	}
+	if got["PATH"] != DefaultPath || got["HOME"] != dir || got["TERM"] != "dumb" {
+		t.Errorf("env = %v", got)
+	}
+	for k := range got {
+		switch k {
+		case "PATH", "HOME", "TERM", "LANG", "LC_ALL", "TZ", "PWD", "SHLVL", "_", "OLDPWD":
+		default:
+			t.Errorf("unexpected variable %s", k)
+		}
+	}
+}
+
+func TestBashScriptCannotRedirectProgramLookupOrLoader(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"bin/ls": "#!/bin/sh\necho hijacked\n"})
+	os.Chmod(filepath.Join(dir, "bin/ls"), 0o755)
+	res := runBash(t, sh, env, map[string]any{"command": "export PATH=./bin LD_PRELOAD=x.so; ls bin; sh -c 'echo ${LD_PRELOAD:-none}'"})
+	if strings.Contains(res.Content, "hijacked") {
+		t.Errorf("PATH assigned by the script chose the program: %q", res.Content)
+	}
+	if !strings.Contains(res.Content, "none\n") {
+		t.Errorf("LD_PRELOAD reached a program: %q", res.Content)
+	}
+}
+
+func TestBashRefusesWhatPolicyDidNotSee(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"a.go": "", "b.go": "", "c.txt": "", "script.sh": "id\n"})
+	cases := []struct {
+		name     string
+		command  string
+		contains []string
+		absent   []string
+		refused  []any
+		exit     float64
+	}{
+		{"program chosen by a variable", "for c in echo id; do $c hi; done",
+			[]string{"hi\n", refusedNotice}, nil, []any{"id"}, 126},
+		{"eval runs only approved programs", `eval "rm -rf x"`,
+			[]string{refusedNotice}, nil, []any{"rm"}, 126},
+		{"eval not itself approved", `E=eval; $E ls`,
+			[]string{refusedNotice}, nil, []any{"eval"}, 126},
+		{"source of a workspace script", "source ./script.sh",
+			[]string{refusedNotice}, nil, []any{"id"}, 126},
+		{"builtin wrapper", "X=builtin; $X eval ls", []string{refusedNotice}, nil, []any{"builtin"}, 126},
+		{"command wrapper runs its approved operand", "command true", nil, []string{refusedNotice}, []any{}, 0},
+		{"exec wrapper runs its approved operand", "exec printf ok", []string{"ok"}, []string{refusedNotice}, []any{}, 0},
+		{"substituted argument is not the approved one", "ls $(echo /)",
+			[]string{refusedNotice}, nil, []any{"ls"}, 126},
+		{"substituted program that is approved runs", "echo $(printf hi)", []string{"hi\n"}, []string{refusedNotice}, []any{}, 0},
+		{"glob expands to matching files", "ls *.go", []string{"a.go\nb.go\n"}, []string{refusedNotice}, []any{}, 0},
+		{"brace expansion expands as approved", "ls {a,b}.go", []string{"a.go\nb.go\n"}, []string{refusedNotice}, []any{}, 0},
+		{"tilde is the workspace", "ls ~", []string{"a.go\n"}, []string{refusedNotice}, []any{}, 0},
+		{"function body is checked", "f() { $1 hi; }; f id", []string{refusedNotice}, nil, []any{"id"}, 126},
+		{"approved function body runs", "f() { ls a.go; }; f", []string{"a.go\n"}, []string{refusedNotice}, []any{}, 0},
+		// The EXIT trap does not change the exit status, as in Bash.
+		{"trap runs only approved programs", "trap id EXIT; true", []string{refusedNotice}, nil, []any{"id"}, 0},
+		{"expanded host path is not shown", "$HOME/bin/tool", []string{refusedNotice}, nil, []any{"~/bin/tool"}, 126},
+		{"cd out of the workspace", "cd / && ls", []string{refusedDirNotice}, nil, []any{"ls"}, 126},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := runBash(t, sh, env, map[string]any{"command": c.command})
+			for _, s := range c.contains {
+				if !strings.Contains(res.Content, s) {
+					t.Errorf("content %q lacks %q", res.Content, s)
+				}
+			}
+			for _, s := range c.absent {
+				if strings.Contains(res.Content, s) {
+					t.Errorf("content %q has %q", res.Content, s)
+				}
+			}
+			if !reflect.DeepEqual(res.Data["refused"], c.refused) || res.Data["exit_code"] != c.exit {
+				t.Errorf("refused = %v exit = %v, want %v %v (content %q)", res.Data["refused"], res.Data["exit_code"], c.refused, c.exit, res.Content)
+			}
+		})
+	}
+}
+
+func TestChildrenOfAnApprovedProgramAreNotIntercepted(t *testing.T) {
+	// Documented limit: xargs execs echo itself; only OS confinement can
+	// restrict what an approved program runs.
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	res := runBash(t, sh, env, map[string]any{"command": "printf 'a b' | xargs echo got"})
+	if res.Content != "got a b\n[exit code: 0]" {
+		t.Errorf("content = %q", res.Content)
+	}
+}
+
+func TestBashRedirectsStayInsideTheWorkspace(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	outside := t.TempDir()
+	if err := symlinkAt(outside, dir, "link"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, command string
+		escape        bool
+	}{
+		{"absolute target", "echo x > " + filepath.Join(outside, "a"), true},
+		{"climbing target", "echo x > ../" + filepath.Base(outside) + "/b", true},
+		{"through a symlink", "echo x > link/c", true},
+		{"input from outside", "cat < /etc/hostname", true},
+		{"inside", "echo x > inside.txt", false},
+		{"dev null", "echo x > /dev/null", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := runBash(t, sh, env, map[string]any{"command": c.command})
+			refused := strings.Contains(res.Content, "refused") || strings.Contains(res.Content, "escapes")
+			if refused != c.escape {
+				t.Errorf("content = %q", res.Content)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Errorf("files written outside: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "inside.txt")); string(b) != "x\n" {
+		t.Errorf("inside.txt = %q", b)
+	}
+}
+
+func TestBashGlobsListOnlyTheWorkspace(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	res := runBash(t, sh, env, map[string]any{"command": "echo /etc/*"})
+	if res.Content != "/etc/*\n[exit code: 0]" {
+		t.Errorf("content = %q", res.Content)
+	}
+}
+
+func TestConfineHookSeesEveryProgramAndFailsClosed(t *testing.T) {
+	var seen atomic.Int32
+	sh := newTestShell(t, Options{Confine: func(cmd *exec.Cmd) error {
+		if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.Dir == "" || cmd.Env == nil {
+			return errors.New("cmd not fully configured")
+		}
+		seen.Add(1)
+		if slices.Contains(cmd.Args, "refuse-me") {
+			return errors.New("refuse")
+		}
+		return nil
+	}})
+	env, dir := testEnv(t, "acme", "s-1")
+	// true and echo are builtins; ls and cat are programs.
+	res := runBash(t, sh, env, map[string]any{"command": "true && ls | cat && echo builtin"})
+	if res.Content != "builtin\n[exit code: 0]" || seen.Load() != 2 {
+		t.Errorf("content = %q, hook calls = %d", res.Content, seen.Load())
+	}
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, map[string]any{"command": "ls refuse-me; touch after"})
+	if _, err := tool.Run(context.Background(), env, plan.Artifact, tool.Spec().Limits); !errors.Is(err, errConfine) {
+		t.Errorf("err = %v, want errConfine", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
+		t.Errorf("the command went on after confinement failed")
+	}
+}
+
+func TestBashRunFailsWhenTheWorkingFolderChanged(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"sub/x": ""})
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, map[string]any{"command": "ls", "cwd": "sub"})
+	os.RemoveAll(filepath.Join(dir, "sub"))
+	if err := symlinkAt(t.TempDir(), dir, "sub"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool.Run(context.Background(), env, plan.Artifact, tool.Spec().Limits); !errors.Is(err, tools.ErrTargetChanged) {
+		t.Errorf("err = %v, want ErrTargetChanged", err)
+	}
+}

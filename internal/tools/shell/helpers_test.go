@@ -1,0 +1,159 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/tools"
+)
+
+// newTestShell returns a shell whose Close runs at cleanup.
+func newTestShell(t testing.TB, opts Options) *Shell {
+	t.Helper()
+	if opts.Getenv == nil {
+		opts.Getenv = func(name string) string {
+			switch name {
+			case "LANG":
+				return "C.UTF-8"
+			case "SECRET_VAR":
+				return "hunter2"
+			}
+			return ""
+		}
+	}
+	sh, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	return sh
+}
+
+// testEnv opens a fresh workspace and returns the env and its host dir.
+func testEnv(t testing.TB, tenant, session string) (*tools.Env, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := tools.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return &tools.Env{Tenant: tenant, SessionID: session, Workspace: ws}, dir
+}
+
+// sameWorkspace returns an env of another tenant/session on the same
+// workspace.
+func otherEnv(env *tools.Env, tenant, session string) *tools.Env {
+	return &tools.Env{Tenant: tenant, SessionID: session, Workspace: env.Workspace}
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// bashTool returns the shell's bash tool.
+func bashTool(sh *Shell) tools.Tool { return sh.Tools()[0] }
+
+func mustPrepare(t testing.TB, tool tools.Tool, env *tools.Env, args map[string]any) tools.Plan {
+	t.Helper()
+	plan, err := tool.Prepare(context.Background(), env, args)
+	if err != nil {
+		t.Fatalf("prepare %s %v: %v", tool.Spec().Name, args, err)
+	}
+	return plan
+}
+
+// runBash prepares and runs command with the tool's own limits.
+func runBash(t testing.TB, sh *Shell, env *tools.Env, args map[string]any) tools.Result {
+	t.Helper()
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, args)
+	lim := tool.Spec().Limits
+	ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
+	defer cancel()
+	res, err := tool.Run(ctx, env, plan.Artifact, lim)
+	if err != nil {
+		t.Fatalf("run bash %v: %v", args, err)
+	}
+	return res
+}
+
+// argErr asserts err is an *tools.ArgError with pointer and a rule
+// containing rule.
+func argErr(t testing.TB, err error, pointer, rule string) {
+	t.Helper()
+	var ae *tools.ArgError
+	if !errors.As(err, &ae) {
+		t.Fatalf("got %v (%T), want *tools.ArgError", err, err)
+	}
+	if ae.Pointer != pointer || !strings.Contains(ae.Rule, rule) {
+		t.Fatalf("got ArgError{%q, %q}, want pointer %q rule containing %q", ae.Pointer, ae.Rule, pointer, rule)
+	}
+}
+
+// commandResource returns the single command resource of a plan.
+func commandResource(t testing.TB, plan tools.Plan) tools.Resource {
+	t.Helper()
+	if len(plan.Resources) != 1 {
+		t.Fatalf("got %d resources, want 1", len(plan.Resources))
+	}
+	return plan.Resources[0]
+}
+
+// assertNoStrays fails when processes whose command line contains marker
+// are still alive. A process SIGKILLed a moment ago may take a little while
+// to exit, so it polls for a few seconds; a real stray lives far longer.
+func assertNoStrays(t testing.TB, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := strayProcesses(t, marker)
+		if len(s) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("stray processes: %v", s)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// strayProcesses lists processes whose command line contains marker.
+func strayProcesses(t testing.TB, marker string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var found []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue // gone, or a zombie
+		}
+		if strings.Contains(string(b), marker) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// symlinkAt creates dir/name pointing at target.
+func symlinkAt(target, dir, name string) error {
+	return os.Symlink(target, filepath.Join(dir, name))
+}
