@@ -42,6 +42,9 @@ type Options struct {
 	Gatherer     prometheus.Gatherer // for /metrics
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // default 1 MiB
+	// Confinement, when set, is reported by /readyz: which OS confinement
+	// commands run under (never claimed when not active).
+	Confinement any
 }
 
 // Server serves the v1 API.
@@ -121,5 +124,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !ready {
 		status, code = "not ready", http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+	body := map[string]any{"status": status, "checks": checks}
+	if s.o.Confinement != nil {
+		body["confinement"] = s.o.Confinement
+	}
+	writeJSON(w, code, body)
 }

@@ -2,11 +2,17 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/fetch"
+	"github.com/toolgate/toolgate/internal/tools/shell"
 	"github.com/toolgate/toolgate/internal/tools/task"
 	"github.com/toolgate/toolgate/internal/tools/workspace"
 )
@@ -31,6 +37,21 @@ var families = []family{
 		},
 	},
 	{
+		names: []string{"bash", "process-output", "process-input", "process-stop"},
+		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
+			sh, err := shell.New(shell.Options{Confine: g.confine, Logger: g.log})
+			if err != nil {
+				return nil, err
+			}
+			g.closers = append(g.closers, sh.Close)
+			g.confinement = sandbox.Probe()
+			if g.confinement.Mechanism == sandbox.MechanismNone {
+				g.log.Warn("commands run without OS confinement", "reason", g.confinement.Reason)
+			}
+			return sh.Tools(), nil
+		},
+	},
+	{
 		names: []string{"task-create", "task-update", "task-get", "task-list"},
 		start: func(ctx context.Context, g *Gateway) ([]tools.Tool, error) {
 			if g.cfg.Audit.Driver != "sqlite" {
@@ -44,6 +65,27 @@ var families = []family{
 			return task.Tools(st, task.Options{}), nil
 		},
 	},
+}
+
+// confine puts a command the shell tool is about to start under OS
+// confinement: it may write only inside the workspace it runs in, and has
+// no network. Where the kernel offers no confinement the command runs
+// unconfined (reported by /readyz); any other failure refuses it.
+func (g *Gateway) confine(cmd *exec.Cmd) error {
+	ws := ""
+	for _, t := range g.cfg.Tenants {
+		if cmd.Dir == t.Workspace || strings.HasPrefix(cmd.Dir, t.Workspace+string(filepath.Separator)) {
+			ws = t.Workspace
+		}
+	}
+	if ws == "" {
+		return fmt.Errorf("confine: the command's folder is in no workspace")
+	}
+	err := sandbox.Wrap(cmd, sandbox.Policy{WritableDirs: []string{ws}}, g.self)
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return nil
+	}
+	return err
 }
 
 // BuiltinNames lists every built-in tool this build offers.

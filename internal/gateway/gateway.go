@@ -26,20 +26,23 @@ import (
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // Gateway is an assembled, not yet serving, gateway.
 type Gateway struct {
-	cfg        *config.Config
-	log        *slog.Logger
-	engine     *decision.Engine
-	store      audit.Store
-	audit      *audit.Log
-	workspaces []*tools.Workspace
-	closers    []func() error // tool families' stores and supervisors
-	handler    http.Handler
-	registry   *prometheus.Registry
+	cfg         *config.Config
+	log         *slog.Logger
+	engine      *decision.Engine
+	store       audit.Store
+	audit       *audit.Log
+	workspaces  []*tools.Workspace
+	closers     []func() error // tool families' stores and supervisors
+	self        string         // this binary, re-executed as the confinement helper
+	confinement sandbox.Status // reported by /readyz when commands can run
+	handler     http.Handler
+	registry    *prometheus.Registry
 }
 
 // New assembles a gateway from cfg. Configuration problems found here
@@ -49,6 +52,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+	if g.self, err = os.Executable(); err != nil {
+		return nil, fmt.Errorf("locating the gateway binary for the confinement helper: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			g.Close() // release whatever was opened before the failure
@@ -134,8 +140,18 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		Confinement: g.confinementReport(),
 	}).Handler()
 	return g, nil
+}
+
+// confinementReport is what /readyz says about OS confinement of commands:
+// nothing when no command tool is configured.
+func (g *Gateway) confinementReport() any {
+	if g.confinement.Mechanism == "" {
+		return nil
+	}
+	return g.confinement
 }
 
 // Handler is the gateway's HTTP handler.

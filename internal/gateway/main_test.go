@@ -1,0 +1,18 @@
+package gateway
+
+import (
+	"os"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/sandbox"
+)
+
+// TestMain lets the test binary act as the confinement helper, as the
+// gateway binary does: commands started by the shell tool re-execute
+// os.Executable() with the sandbox-exec sub-command.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SubCommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
