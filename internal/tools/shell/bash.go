@@ -140,7 +140,7 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	out["cwd"] = cwd
 	return tools.Plan{
 		Args: out,
-		Resources: []tools.Resource{{
+		Resources: append([]tools.Resource{{
 			"type":       "command",
 			"command":    command,
 			"segments":   segmentsValue(a.segments),
@@ -148,7 +148,7 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 			"constructs": stringsValue(a.constructs),
 			"cwd":        rel,
 			"background": background,
-		}},
+		}}, argumentFiles(env.Workspace.Root(), rel, a.segments)...),
 		Artifact: &bashArtifact{
 			file:       file,
 			command:    command,

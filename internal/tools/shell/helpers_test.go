@@ -108,8 +108,13 @@ func argErr(t testing.TB, err error, pointer, rule string) {
 // commandResource returns the single command resource of a plan.
 func commandResource(t testing.TB, plan tools.Plan) tools.Resource {
 	t.Helper()
-	if len(plan.Resources) != 1 {
-		t.Fatalf("got %d resources, want 1", len(plan.Resources))
+	if len(plan.Resources) == 0 || plan.Resources[0]["type"] != "command" {
+		t.Fatalf("the first resource must be the command: %v", plan.Resources)
+	}
+	for _, r := range plan.Resources[1:] {
+		if r["type"] != "file" || r["access"] != "command" {
+			t.Fatalf("resources after the command must be its argument files: %v", r)
+		}
 	}
 	return plan.Resources[0]
 }
