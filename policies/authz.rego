@@ -4,19 +4,26 @@
 # A call is allowed when nothing in deny fires:
 #   - the tool must be offered to the caller (the availability rule, checked
 #     again in case a call did not come through the tool list);
-#   - every file resource needs a role glob: read/list need "read", write
-#     needs "write";
-#   - protected paths are denied for everyone, even with "**";
-#   - resources this pack does not understand are denied.
-# Writes that match approval_write wait for a human. Broad reads (recursive or
-# folder listings) carry the tenant's protected globs as exclude_paths, which
-# the tool enforces while walking.
+#   - every resource must be of a type its tool produces (file for the
+#     file tools and for tools this pack does not name), and bash, fetch
+#     and the process tools must carry the resource they act on;
+#   - file resources: read/list (and bash's literal arguments, access
+#     "command") need a "read" glob, write needs a "write" glob, protected
+#     paths are denied for everyone, even with "**"; arguments outside the
+#     workspace are denied;
+#   - command and process resources: every simple command (segment) needs a
+#     matching command rule of the caller's roles, and none may be forbidden;
+#   - url resources: never a metadata address, a non-public address only for
+#     the tenant's allow_private_hosts, http only with allow_http, and the
+#     host must match a fetch glob of the caller's roles.
+# Writes that match approval_write, commands that match an approval rule,
+# commands with shell constructs (where the tenant allows them at all) and
+# POST fetches wait for a human. Broad reads (recursive or folder listings)
+# carry the tenant's protected globs as exclude_paths, which the tool
+# enforces while walking.
 package toolgate.authz
 
 import data.toolgate.lib
-
-# Access kinds that need a "read" glob, and how messages name them.
-read_verbs := {"read": "read", "list": "listing"}
 
 allow := count(deny) == 0
 
@@ -46,10 +53,10 @@ approval_required if {
 	count(approvals) > 0
 }
 
-obligations := object.union_n([{"timeout_ms": 30000}, output_cap, exclusions])
+obligations := object.union_n([time_limit, output_cap, exclusions])
 
-# Deny reasons are shown to the model: they name only the tool and the
-# workspace-relative paths the request itself carries.
+# Deny reasons are shown to the model: they name only the tool and what the
+# request itself carries (paths, hosts, commands), never the pack's rules.
 
 deny contains tool_denial if not lib.tool_offered
 
@@ -59,9 +66,81 @@ default tool_denial := "this tool is not available to you"
 
 tool_denial := sprintf("tool %s is not available to you", [input.tool.name]) if is_string(input.tool.name)
 
-deny contains "this policy only allows file resources" if {
+grants contains sprintf("allowed: %s may use %s", [name, input.tool.name]) if {
+	some name in lib.tool_grants
+}
+
+# ---------------------------------------------------------------------------
+# Resource types
+
+# resource_types names the resource types each built-in tool produces: bash
+# a command and a file resource (access "command") for each literal
+# argument, every other tool one type. A resource of another type is
+# denied, so the rules of a type need to run only for the tools that
+# produce it. A tool this pack does not name may carry file resources only.
+resource_types := {
+	"read-file": {"file"},
+	"write-file": {"file"},
+	"edit-file": {"file"},
+	"glob": {"file"},
+	"grep": {"file"},
+	"bash": {"command", "file"},
+	"fetch": {"url"},
+	"process-output": {"process"},
+	"process-input": {"process"},
+	"process-stop": {"process"},
+	"task-create": {"task_list"},
+	"task-list": {"task_list"},
+	"task-update": {"task"},
+	"task-get": {"task"},
+}
+
+default expected_types := {"file"}
+
+expected_types := resource_types[input.tool.name]
+
+deny contains sprintf("this policy only allows %s resources", [concat(" and ", sort(expected_types))]) if {
 	some r in input.resources
-	not r.type == "file"
+	not expected(r)
+}
+
+# expected, not "not r.type in expected_types": "in" on an undefined ref is
+# undefined even under "not", which would let a resource without a type
+# through.
+expected(r) if r.type in expected_types
+
+carries(t) if {
+	some r in input.resources
+	r.type == t
+}
+
+# task and task_list resources need nothing beyond the tool being offered:
+# the tool itself keeps each session's tasks apart.
+
+# The command and URL rules below are reached only through rules that name
+# their tools with input.tool.name == "...": OPA's rule index then skips
+# them outright for every other tool, so a file read pays nothing for
+# commands and URLs. The type rule above makes that safe: any other tool
+# carrying a command, process or url resource is denied for it. File rules
+# apply to every call: the file tools, bash's arguments, and tools this
+# pack does not name.
+
+# ---------------------------------------------------------------------------
+# Files
+
+# Access kinds of the file tools that need a "read" glob, and how deny
+# messages name them.
+read_verbs := {"read": "read", "list": "listing"}
+
+# grant_verbs are the access kinds a "read" glob grants, and how grants name
+# them. "command" is a literal argument of a bash command, read as a path:
+# it needs a "read" glob too, so that "cat secrets/db.env" meets the same
+# rules as read-file.
+grant_verbs := {"read": "read", "list": "list", "command": "read"}
+
+files contains r if {
+	some r in input.resources
+	r.type == "file"
 }
 
 # object.get, not r.path: a call on an undefined ref is undefined even
@@ -72,13 +151,39 @@ deny contains "a file resource has no path" if {
 }
 
 deny contains "file access must be read, list or write" if {
+	not input.tool.name == "bash"
 	some r in files
 	not object.get(r, "access", null) in {"read", "list", "write"}
+}
+
+deny contains "a command's file resources must have access command" if {
+	input.tool.name == "bash"
+	some r in files
+	not object.get(r, "access", null) == "command"
 }
 
 deny contains sprintf("%s of %s is not allowed for your roles", [verb, r.path]) if {
 	some r in targets
 	verb := read_verbs[r.access]
+	not readable(r)
+}
+
+# The shell tool marks an argument that leaves the workspace (an absolute
+# path, a climb out with ..): denied whatever the globs say, as "**" would
+# match it. Only bash may carry arguments (the access rules above), so
+# these rules name it and OPA's index skips them for other tools.
+deny contains sprintf("command argument %s is outside the workspace", [r.path]) if {
+	input.tool.name == "bash"
+	some r in targets
+	r.access == "command"
+	r.outside == true
+}
+
+deny contains sprintf("command argument %s is not readable for your roles", [r.path]) if {
+	input.tool.name == "bash"
+	some r in targets
+	r.access == "command"
+	not r.outside == true
 	not readable(r)
 }
 
@@ -93,13 +198,8 @@ deny contains sprintf("access to %s is not allowed: the path is protected", [r.p
 	lib.protected(r.path)
 }
 
-# files are the request's file resources; targets are those with a path, the
-# only ones any glob is matched against.
-files contains r if {
-	some r in input.resources
-	r.type == "file"
-}
-
+# targets are the file resources with a path, the only ones any glob is
+# matched against.
 targets contains r if {
 	some r in files
 	is_string(r.path)
@@ -111,9 +211,9 @@ writable(r) if write_grants[r]
 
 # read_grants and write_grants map each resource to the reasons that allow it:
 # "allowed: ROLE may ACCESS GLOB".
-read_grants[r] contains sprintf("allowed: %s may %s %s", [name, r.access, pattern]) if {
+read_grants[r] contains sprintf("allowed: %s may %s %s", [name, verb, pattern]) if {
 	some r in targets
-	read_verbs[r.access]
+	verb := grant_verbs[r.access]
 	some name, role in lib.roles
 	some pattern in role.read
 	lib.path_matches(pattern, r.path)
@@ -125,10 +225,6 @@ write_grants[r] contains sprintf("allowed: %s may write %s", [name, pattern]) if
 	some name, role in lib.roles
 	some pattern in role.write
 	lib.path_matches(pattern, r.path)
-}
-
-grants contains sprintf("allowed: %s may use %s", [name, input.tool.name]) if {
-	some name in lib.tool_grants
 }
 
 grants contains reason if {
@@ -146,6 +242,331 @@ approvals contains sprintf("approval required: writes to %s need a human", [patt
 	r.access == "write"
 	some pattern in lib.tenant.approval_write
 	lib.path_matches(pattern, r.path)
+}
+
+# ---------------------------------------------------------------------------
+# Commands and processes
+#
+# A command resource is what bash would run; a process resource names a
+# background process and carries the segments it was started with. Both are
+# judged segment by segment against the command rules of the caller's roles
+# (roles.<name>.commands.allow / approval / forbidden, each a list of argv
+# prefixes). A segment takes the strictest kind among all its matching
+# rules: forbidden, then approval, then allow; a segment no rule matches is
+# denied. For a process an approval rule is enough: the process was approved
+# when it started, and whoever may approve its commands may also read, feed
+# or stop it.
+
+deny contains reason if {
+	input.tool.name == "bash"
+	some reason in command_denials
+}
+
+approvals contains reason if {
+	input.tool.name == "bash"
+	some reason in command_approvals
+}
+
+grants contains reason if {
+	input.tool.name == "bash"
+	some reason in command_grants
+}
+
+deny contains reason if {
+	input.tool.name == "process-output"
+	some reason in command_denials
+}
+
+grants contains reason if {
+	input.tool.name == "process-output"
+	some reason in command_grants
+}
+
+deny contains reason if {
+	input.tool.name == "process-input"
+	some reason in command_denials
+}
+
+grants contains reason if {
+	input.tool.name == "process-input"
+	some reason in command_grants
+}
+
+deny contains reason if {
+	input.tool.name == "process-stop"
+	some reason in command_denials
+}
+
+grants contains reason if {
+	input.tool.name == "process-stop"
+	some reason in command_grants
+}
+
+# main_types names the resource bash, fetch and the process tools act on:
+# a call without one would leave the rules below nothing to judge.
+main_types := {
+	"bash": "command",
+	"fetch": "url",
+	"process-output": "process",
+	"process-input": "process",
+	"process-stop": "process",
+}
+
+missing_resource := sprintf("the call carries no %s resource", [t]) if {
+	t := main_types[input.tool.name]
+	not carries(t)
+}
+
+command_denials contains missing_resource
+
+# runnables are the command and process resources of the call.
+runnables contains r if {
+	some r in input.resources
+	r.type in {"command", "process"}
+}
+
+command_denials contains "the command runs nothing this policy can check" if {
+	some r in runnables
+	not has_segments(r)
+}
+
+has_segments(r) if {
+	is_array(r.segments)
+	count(r.segments) > 0
+}
+
+# A segment is one simple command's argv: a non-empty list of strings. The
+# shell tool never produces anything else.
+command_denials contains "a command segment is not a list of words" if {
+	some r in runnables
+	some argv in r.segments
+	not well_formed(argv)
+}
+
+well_formed(argv) if {
+	is_array(argv)
+	count(argv) > 0
+	every word in argv {
+		is_string(word)
+	}
+}
+
+# segments are the well-formed segments of the call's resources.
+segments contains argv if {
+	some r in runnables
+	some argv in r.segments
+	well_formed(argv)
+}
+
+# command_kinds are the kinds of command rules.
+command_kinds := ["allow", "approval", "forbidden"]
+
+# segment_matches maps each segment to the rules that match it, with their
+# kind and role.
+segment_matches[argv] contains {"kind": kind, "role": name, "rule": rule} if {
+	some argv in segments
+	some name, role in lib.roles
+	some kind in command_kinds
+	some rule in role.commands[kind]
+	rule[0] == argv[0] # a cheap first cut: most rules start with another word
+	lib.command_matches(rule, argv)
+}
+
+segment_kinds[argv] := {m.kind | some m in matches} if {
+	some argv, matches in segment_matches
+}
+
+command_denials contains sprintf("command %s is forbidden", [command_text(argv)]) if {
+	some argv, kinds in segment_kinds
+	"forbidden" in kinds
+}
+
+command_denials contains sprintf("command %s is not allowed for your roles", [command_text(argv)]) if {
+	some argv in segments
+	not segment_kinds[argv]
+}
+
+# Only bash asks for approval: a process's segments were approved when it
+# started.
+command_approvals contains sprintf("approval required: command %s needs a human", [command_text(argv)]) if {
+	some argv, kinds in segment_kinds
+	"approval" in kinds
+}
+
+# The rules matched a segment of words, so they are words too.
+command_grants contains sprintf("allowed: %s may run %s", [m.role, concat(" ", m.rule)]) if {
+	some matches in segment_matches
+	some m in matches
+	m.kind == "allow"
+}
+
+command_grants contains sprintf("allowed: %s may run %s after approval", [m.role, concat(" ", m.rule)]) if {
+	some matches in segment_matches
+	some m in matches
+	m.kind == "approval"
+}
+
+# command_text is how a message names a segment: its words, at most 80
+# characters.
+command_text(argv) := capped(concat(" ", argv))
+
+capped(s) := s if count(s) <= 80
+
+capped(s) := concat("", [substring(s, 0, 77), "..."]) if count(s) > 80
+
+# A command that is not plain (redirects, substitutions, variables, …) may
+# run more than its segments show. The tenant's commands_non_plain decides:
+# "approval" holds it for a human (its segments are still judged, so a
+# forbidden or unknown command is still denied); anything else denies it.
+# Process resources carry no "plain": they were judged when they started.
+command_denials contains sprintf("commands with shell constructs (%s) are not allowed", [constructs_text(r)]) if {
+	some r in runnables
+	r.type == "command"
+	not r.plain == true
+	not lib.tenant.commands_non_plain == "approval"
+}
+
+command_approvals contains sprintf("approval required: commands with shell constructs (%s) need a human", [constructs_text(r)]) if {
+	some r in runnables
+	r.type == "command"
+	not r.plain == true
+	lib.tenant.commands_non_plain == "approval"
+}
+
+# constructs_text names what made a command not plain; "other" when the
+# resource does not say.
+constructs_text(r) := concat(", ", names) if {
+	names := [c | some c in r.constructs; is_string(c)]
+	count(names) > 0
+} else := "other"
+
+# ---------------------------------------------------------------------------
+# URLs
+
+deny contains reason if {
+	input.tool.name == "fetch"
+	some reason in fetch_denials
+}
+
+approvals contains reason if {
+	input.tool.name == "fetch"
+	some reason in fetch_approvals
+}
+
+grants contains reason if {
+	input.tool.name == "fetch"
+	some resource_reasons in fetch_grants
+	some reason in resource_reasons
+}
+
+fetch_denials contains missing_resource
+
+urls contains r if {
+	some r in input.resources
+	r.type == "url"
+}
+
+fetch_denials contains "a url resource has no host" if {
+	some r in urls
+	not is_string(object.get(r, "host", null))
+}
+
+# fetches are the url resources with a host, the only ones any rule judges.
+fetches contains r if {
+	some r in urls
+	is_string(r.host)
+}
+
+# address_classes maps each url resource to the classes of the addresses it
+# resolves to: the worst one the tool reports and each address's own, so a
+# resource that leaves either out cannot pass as public.
+address_classes[r] contains object.get(r, "address_class", "unknown") if {
+	some r in fetches
+}
+
+address_classes[r] contains object.get(a, "class", "unknown") if {
+	some r in fetches
+	some a in object.get(r, "addresses", [])
+	is_object(a)
+}
+
+# Cloud metadata endpoints hand out credentials: no tenant setting opens them.
+fetch_denials contains sprintf("fetch of %s resolves to a metadata address", [r.host]) if {
+	some r in fetches
+	"metadata" in address_classes[r]
+}
+
+address_phrases := {
+	"private": "a private address",
+	"loopback": "a loopback address",
+	"link_local": "a link-local address",
+	"unspecified": "an unspecified address",
+	"multicast": "a multicast address",
+	"reserved": "a reserved address",
+}
+
+fetch_denials contains sprintf("fetch of %s resolves to %s", [r.host, object.get(address_phrases, class, "a non-public address")]) if {
+	some r in fetches
+	some class in address_classes[r]
+	not class in {"public", "metadata"}
+	not private_allowed(r.host)
+}
+
+# private_allowed(host) holds for the tenant's fetch.allow_private_hosts; a
+# function, because "in" on an undefined list is undefined even under "not",
+# which would let a tenant without the list through.
+private_allowed(host) if host in lib.tenant.fetch.allow_private_hosts
+
+# schemes are the URL schemes the tenant allows: https always, http only
+# with fetch.allow_http.
+schemes contains "https"
+
+schemes contains "http" if lib.tenant.fetch.allow_http == true
+
+fetch_denials contains sprintf("fetch of %s over %v is not allowed", [r.host, scheme]) if {
+	some r in fetches
+	scheme := object.get(r, "scheme", "no scheme")
+	not scheme in schemes
+}
+
+fetch_denials contains sprintf("fetch of %s with method %v is not allowed", [r.host, method]) if {
+	some r in fetches
+	method := object.get(r, "method", "none")
+	not method in {"GET", "POST"}
+}
+
+fetch_approvals contains sprintf("approval required: POST to %s needs a human", [r.host]) if {
+	some r in fetches
+	r.method == "POST"
+}
+
+# fetch_grants maps each url resource to the reasons that allow its host:
+# "allowed: ROLE may fetch GLOB".
+fetch_grants[r] contains sprintf("allowed: %s may fetch %s", [name, pattern]) if {
+	some r in fetches
+	some name, role in lib.roles
+	some pattern in role.fetch.hosts
+	lib.host_matches(pattern, r.host)
+}
+
+fetch_denials contains sprintf("fetch of %s is not allowed for your roles", [r.host]) if {
+	some r in fetches
+	not fetch_grants[r]
+}
+
+# ---------------------------------------------------------------------------
+# Obligations
+
+# time_limit bounds every call at 30 s, except a bash command started in the
+# background: that call returns at once with a process id, and the process
+# runs under the shell supervisor's own lifetime limit, not the call's. An
+# obligation there would read as a limit on the process that nothing
+# enforces, or, if a tool ever tied the process to the call, kill it at 30 s.
+default time_limit := {"timeout_ms": 30000}
+
+time_limit := {} if {
+	input.tool.name == "bash"
+	input.args.background == true
 }
 
 # output_cap applies the smallest max_output_bytes of the caller's roles.

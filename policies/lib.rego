@@ -1,7 +1,7 @@
 # Shared helpers of the default pack: who the caller is in its tenant, which
-# tools its roles offer, and how paths match globs. Availability and
-# authorization both use them, so they can never disagree about which tools a
-# caller is offered.
+# tools its roles offer, and how paths, commands and hosts match their rules.
+# Availability and authorization both use them, so they can never disagree
+# about which tools a caller is offered.
 package toolgate.lib
 
 # tenant is the caller's tenant configuration; undefined for an unknown tenant.
@@ -45,3 +45,20 @@ path_matches(pattern, path) if {
 	endswith(pattern, "/**")
 	path == trim_suffix(pattern, "/**")
 }
+
+# command_matches(rule, argv) holds when the command rule is a prefix of the
+# argv of one simple command, token by token: [git, log] matches
+# git log -1 but neither git logx nor gitlog. Strings are never compared by
+# prefix, and an empty rule matches nothing (it would match every command).
+command_matches(rule, argv) if {
+	is_array(rule)
+	n := count(rule)
+	n > 0
+	n <= count(argv)
+	array.slice(argv, 0, n) == rule
+}
+
+# host_matches(pattern, host) matches a host name against a glob with "." as
+# the only separator: "*.github.com" covers api.github.com, but neither
+# github.com nor a.b.github.com.
+host_matches(pattern, host) if glob.match(pattern, ["."], host)

@@ -138,7 +138,7 @@ test_malformed_requests_are_denied[note] if {
 
 test_tool_must_be_offered[note] if {
 	some note, c in {
-		"tool not in any role": {"tenant": "acme", "roles": ["developer"], "tool": "bash"},
+		"tool not in any role": {"tenant": "acme", "roles": ["developer"], "tool": "ask-user"},
 		"unknown tenant": {"tenant": "initech", "roles": ["developer"], "tool": "read-file"},
 		"viewer calling write-file": {"tenant": "acme", "roles": ["viewer"], "tool": "write-file"},
 	}

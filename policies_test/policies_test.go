@@ -1,6 +1,7 @@
 // Package policies_test runs the Rego unit tests of the default policy pack
 // (../policies) under go test, with the same runner as `gateway policy test`,
-// and keeps every Rego file `opa fmt`-formatted.
+// checks that none of them makes a built-in function fail, and keeps every
+// Rego file `opa fmt`-formatted.
 package policies_test
 
 import (
@@ -14,6 +15,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/toolgate/toolgate/internal/decision"
 )
@@ -32,6 +35,59 @@ func TestRegoTestsPassWithFullCoverage(t *testing.T) {
 	if !passed {
 		t.Fatal("Rego tests failed or the pack is not fully covered (see the log above)")
 	}
+}
+
+// TestRegoTestsRaiseNoBuiltinErrors runs the Rego tests again with built-in
+// errors reported. The gateway evaluates with strict built-in errors, where
+// one failing call (concat of a non-string, glob.match of a number, …)
+// fails the whole decision closed with a 503; the ordinary run treats it as
+// undefined and can pass. Every request document of the tests, malformed
+// ones included, must evaluate without one.
+func TestRegoTestsRaiseNoBuiltinErrors(t *testing.T) {
+	ctx := context.Background()
+	modules, store, err := tester.LoadWithParserOptions(packDirs, packFiles, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn, err := store.NewTransaction(ctx, storage.WriteParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Abort(ctx, txn)
+	runner := tester.NewRunner().
+		SetCompiler(ast.NewCompiler().WithStrict(true).WithDefaultRegoVersion(ast.RegoV1)).
+		SetStore(store).
+		SetModules(modules).
+		RaiseBuiltinErrors(true)
+	results, err := runner.RunTests(ctx, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for r := range results {
+		ran++
+		if r.Error != nil {
+			t.Errorf("%s.%s: %v", r.Package, r.Name, r.Error)
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no Rego tests ran")
+	}
+}
+
+// packFiles is the loader filter of `gateway policy test`: Rego modules and
+// data files, no hidden files.
+func packFiles(_ string, info fs.FileInfo, depth int) bool {
+	name := info.Name()
+	switch {
+	case depth == 0:
+		return false
+	case strings.HasPrefix(name, "."):
+		return true
+	case info.IsDir(), strings.HasSuffix(name, ".rego"):
+		return false
+	}
+	return name != "data.json" && name != "data.yaml" && name != "data.yml"
 }
 
 func TestPackPassesPolicyCheck(t *testing.T) {

@@ -42,6 +42,7 @@ type setup struct {
 	extraYAML string            // appended to gateway.yaml
 	policy    func(dir string)  // edits the copied policy folder
 	files     map[string]string // extra workspace files, "tenant/path"
+	toolsYAML string            // replaces the default tools section
 }
 
 var (
@@ -68,6 +69,9 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	pdir := filepath.Join(dir, "policies")
 	if err := os.CopyFS(pdir, os.DirFS("../../policies")); err != nil {
 		t.Fatal(err)
+	}
+	if s.toolsYAML == "" {
+		s.toolsYAML = "tools:\n  builtin: [read-file, write-file, edit-file, glob, grep]\n"
 	}
 	if s.policy != nil {
 		s.policy(pdir)
@@ -114,11 +118,9 @@ tenants:
     workspace: ws/acme
   globex:
     workspace: ws/globex
-tools:
-  builtin: [read-file, write-file, edit-file, glob, grep]
-limits:
+%slimits:
   max_body_bytes: 65536
-%s`, s.extraYAML)
+%s`, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)
