@@ -34,26 +34,11 @@ func notFound(pointer string) error {
 	return &tools.ArgError{Pointer: pointer, Rule: "not_found: no such task"}
 }
 
-func copyArgs(args map[string]any) map[string]any {
-	out := make(map[string]any, len(args)+2)
-	for k, v := range args {
-		out[k] = v
-	}
-	return out
-}
-
-// stringArg returns args[key]; present is false when it is absent.
-func stringArg(args map[string]any, key string) (v string, present bool, err error) {
-	raw, ok := args[key]
-	if !ok {
-		return "", false, nil
-	}
-	s, ok := raw.(string)
-	if !ok {
-		return "", true, &tools.ArgError{Pointer: "/" + key, Rule: "must be a string"}
-	}
-	return s, true, nil
-}
+// The shared argument readers of package tools.
+var (
+	copyArgs  = tools.CopyArgs
+	stringArg = tools.StringArg
+)
 
 // textArg returns args[key] checked as task text of at most max characters.
 // A subject is one non-blank line.
