@@ -25,11 +25,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/tools/task"
 )
 
 const (
@@ -70,6 +72,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test or check)\n", args[0])
 		return exitUsage
+	case "audit":
+		if len(args) == 0 || args[0] != "migrate" {
+			fmt.Fprintln(stderr, "usage: gateway audit migrate [--config FILE]")
+			return exitUsage
+		}
+		return auditMigrate(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -84,6 +92,7 @@ const usage = `usage:
                                          print a dev JWT signed with the HS256 secret
   gateway policy test [DIR...]           run Rego tests (default: policies policies_test)
   gateway policy check [DIR]             strict-compile a policy folder and check the contract
+  gateway audit migrate [--config FILE]  apply the audit store's schema migrations and exit
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
 
@@ -228,6 +237,51 @@ func token(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	fmt.Fprintln(stdout, tok)
+	return exitOK
+}
+
+func auditMigrate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("audit migrate", stderr)
+	file := fs.String("config", "gateway.yaml", "configuration file")
+	if err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	cfg, code := loadConfig(*file, stderr)
+	if cfg == nil {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if cfg.Audit.Driver == "postgres" {
+		// Both schemas that live in the audit database: events and tasks.
+		for _, m := range []struct {
+			name    string
+			migrate func(context.Context, string) ([]string, error)
+		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}} {
+			applied, err := m.migrate(ctx, cfg.Audit.DSN)
+			if err != nil {
+				fmt.Fprintf(stderr, "gateway audit migrate: %s schema: %v\n", m.name, err)
+				return exitRuntime
+			}
+			for _, a := range applied {
+				fmt.Fprintf(stdout, "applied %s migration %s\n", m.name, a)
+			}
+		}
+	}
+	store, err := gateway.OpenAuditStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "gateway audit migrate: %v\n", err)
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	if err := store.Close(); err != nil {
+		fmt.Fprintf(stderr, "gateway audit migrate: %v\n", err)
+		return exitRuntime
+	}
+	fmt.Fprintf(stdout, "audit store (%s) is at the current schema version\n", cfg.Audit.Driver)
 	return exitOK
 }
 

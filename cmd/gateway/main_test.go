@@ -68,6 +68,8 @@ func TestCommandLine(t *testing.T) {
 		{"policy check", []string{"policy", "check", "../../policies"}, 0, "ok", "", nil},
 		{"policy check of a missing folder", []string{"policy", "check", "/nonexistent"}, 2, "", "", nil},
 		{"policy without sub-command", []string{"policy"}, 2, "", "usage", nil},
+		{"audit migrate (sqlite)", []string{"audit", "migrate", "--config", good}, 0, "audit store (sqlite) is at the current schema version", "", nil},
+		{"audit without sub-command", []string{"audit"}, 2, "", "usage: gateway audit migrate", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +186,14 @@ func (l *Log) Append(ctx context.Context, ev *Event) error {
 func (l *Log) prepare(e *Event) (*pending, error) {
 	if e.Tenant == "" {
 		return nil, fmt.Errorf("%w: no tenant", ErrInvalidEvent)
+	}
+	// PostgreSQL text cannot hold NUL: one such value would fail the whole
+	// batch, and with it other callers' events. Refuse it alone, on every
+	// store alike.
+	for _, f := range []string{e.Tenant, e.Chain, e.ID, e.Tool, e.Principal, e.Outcome, e.Phase, e.SessionID, e.CallID, e.DecisionID} {
+		if strings.IndexByte(f, 0) >= 0 {
+			return nil, fmt.Errorf("%w: NUL in an indexed field", ErrInvalidEvent)
+		}
 	}
 	if _, err := eventTimeMS(e); err != nil {
 		return nil, err

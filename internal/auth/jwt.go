@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -110,6 +112,11 @@ func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
 	}
 	if len(sub) > maxSubjectBytes {
 		return nil, refuse(ReasonBadClaims, fmt.Errorf("sub longer than %d bytes", maxSubjectBytes))
+	}
+	if strings.ContainsFunc(sub, unicode.IsControl) || !utf8.ValidString(sub) {
+		// The principal is recorded and indexed; control characters (NUL
+		// above all) have no place in an identifier.
+		return nil, refuse(ReasonBadClaims, fmt.Errorf("sub contains control characters"))
 	}
 	roles, err := stringList(claims, a.rolesClaim)
 	if err != nil {

@@ -54,10 +54,21 @@ var families = []family{
 	{
 		names: []string{"task-create", "task-update", "task-get", "task-list"},
 		start: func(ctx context.Context, g *Gateway) ([]tools.Tool, error) {
-			if g.cfg.Audit.Driver != "sqlite" {
-				return nil, fmt.Errorf("task tools need the sqlite audit driver in this build")
+			// Tasks live in the audit database, so a restart or another
+			// replica sees them.
+			var st interface {
+				task.Store
+				Close() error
 			}
-			st, err := task.OpenSQLite(ctx, g.cfg.Audit.DSN)
+			var err error
+			switch g.cfg.Audit.Driver {
+			case "sqlite":
+				st, err = task.OpenSQLite(ctx, g.cfg.Audit.DSN)
+			case "postgres":
+				st, err = task.OpenPostgres(ctx, g.cfg.Audit.DSN)
+			default:
+				err = fmt.Errorf("task tools need the sqlite or postgres audit driver")
+			}
 			if err != nil {
 				return nil, err
 			}

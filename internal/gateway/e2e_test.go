@@ -103,6 +103,7 @@ func TestBadInputIsRefusedPreciselyAndNothingRuns(t *testing.T) {
 		"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix(),
 	}).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	foreignTenant := h.token("initech", "alice", "developer")
+	controlSub := h.token("acme", "ali\x00ce", "developer")
 
 	type tc struct {
 		name    string
@@ -146,6 +147,7 @@ func TestBadInputIsRefusedPreciselyAndNothingRuns(t *testing.T) {
 		{"forged token", forged, wf, `{"arguments":{"path":"notes/x","content":"x"}}`, 401, "", "unauthenticated", ""},
 		{"alg none token", none, wf, `{"arguments":{"path":"notes/x","content":"x"}}`, 401, "", "unauthenticated", ""},
 		{"token of an unknown tenant", foreignTenant, wf, `{"arguments":{"path":"notes/x","content":"x"}}`, 401, "", "unauthenticated", ""},
+		{"principal with a NUL byte", controlSub, wf, `{"arguments":{"path":"notes/x","content":"x"}}`, 401, "", "unauthenticated", ""},
 		{"garbage token", "not-a-key", wf, `{"arguments":{"path":"notes/x","content":"x"}}`, 401, "", "unauthenticated", ""},
 		{"unknown tool", dev, "format-disk", `{"arguments":{}}`, 200, "unavailable", "", "tool unavailable"},
 		{"invalid tool name", dev, "Read_File", `{"arguments":{}}`, 200, "unavailable", "", "tool unavailable"},

@@ -102,12 +102,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}
 
 	// Audit.
-	switch cfg.Audit.Driver {
-	case "sqlite":
-		g.store, err = audit.OpenSQLite(ctx, cfg.Audit.DSN)
-	default:
-		err = &config.Error{File: cfg.File, Key: "audit.driver", Problem: fmt.Sprintf("driver %q is not available in this build", cfg.Audit.Driver)}
-	}
+	g.store, err = OpenAuditStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +147,18 @@ func (g *Gateway) confinementReport() any {
 		return nil
 	}
 	return g.confinement
+}
+
+// OpenAuditStore opens the configured audit store, applying its schema
+// migrations.
+func OpenAuditStore(ctx context.Context, cfg *config.Config) (audit.Store, error) {
+	switch cfg.Audit.Driver {
+	case "sqlite":
+		return audit.OpenSQLite(ctx, cfg.Audit.DSN)
+	case "postgres":
+		return audit.OpenPostgres(ctx, cfg.Audit.DSN)
+	}
+	return nil, &config.Error{File: cfg.File, Key: "audit.driver", Problem: fmt.Sprintf("driver %q is not available in this build", cfg.Audit.Driver)}
 }
 
 // Handler is the gateway's HTTP handler.

@@ -1,0 +1,33 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/audit"
+)
+
+// A NUL in an indexed field is refused for that event alone; it never
+// fails the batch it would have shared with other callers.
+func TestNULInAnIndexedFieldIsRefusedAlone(t *testing.T) {
+	store, err := audit.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lg, err := audit.NewLog(store, audit.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	bad := &audit.Event{Tenant: "acme", Principal: "a\x00b", Phase: audit.PhaseDecision, Outcome: "allow"}
+	if err := lg.Append(context.Background(), bad); !errors.Is(err, audit.ErrInvalidEvent) {
+		t.Fatalf("err = %v, want ErrInvalidEvent", err)
+	}
+	good := &audit.Event{Tenant: "acme", Principal: "a", Phase: audit.PhaseDecision, Outcome: "allow"}
+	if err := lg.Append(context.Background(), good); err != nil {
+		t.Fatal(err)
+	}
+}

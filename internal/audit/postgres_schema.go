@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/postgres/*.sql
+var postgresMigrations embed.FS
+
+// pgMigrationsTable records the applied audit migrations. Not plain
+// schema_migrations: a PostgreSQL schema is often shared with other
+// applications (and with the task store), each with its own versions.
+const pgMigrationsTable = "audit_schema_migrations"
+
+// pgMigrateLockKey names the advisory lock migrations run under; it is
+// combined with the schema, so that gateways in different schemas of one
+// database do not wait for each other.
+const pgMigrateLockKey = "toolgate/audit/migrate/"
+
+// MigratePostgres brings the audit schema of the database named by dsn up
+// to date and returns the names of the migrations it applied (none when it
+// already was). It is what OpenPostgres does at start, for `gateway audit
+// migrate` and for deployments whose gateway role may not change the
+// schema. It refuses a schema written by a newer gateway.
+func MigratePostgres(ctx context.Context, dsn string) (applied []string, err error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("audit: postgres dsn does not parse")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "toolgate-migrate"
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("audit: migrate postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	applied, err = migratePostgres(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("audit: migrate postgres: %w", err)
+	}
+	return applied, nil
+}
+
+// txBeginner is a *pgx.Conn or a *pgxpool.Pool.
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// migratePostgres applies the migrations the database has not seen, all
+// in one transaction (PostgreSQL DDL is transactional: a failed step
+// leaves nothing behind). The transaction first takes an advisory lock, so
+// that concurrent migrators queue instead of racing to create the same
+// tables; the lock goes with the transaction, also when the connection
+// dies.
+func migratePostgres(ctx context.Context, db txBeginner) (applied []string, err error) {
+	ms, err := loadMigrations(postgresMigrations, "migrations/postgres")
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(current_schema(), ''), 0))`,
+		pgMigrateLockKey); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+pgMigrationsTable+` (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		return nil, err
+	}
+	current, err := pgSchemaVersion(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(ms); n > 0 && current > ms[n-1].version {
+		return nil, fmt.Errorf("database schema version %d is newer than this gateway's (%d)", current, ms[n-1].version)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		// No arguments: the simple protocol, which runs a multi-statement file.
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return nil, fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+pgMigrationsTable+` (version, name) VALUES ($1, $2)`,
+			m.version, m.name); err != nil {
+			return nil, err
+		}
+		applied = append(applied, m.name)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// checkPostgresSchema verifies, without changing anything, that the
+// database is at this gateway's schema version.
+func checkPostgresSchema(ctx context.Context, db txBeginner) error {
+	ms, err := loadMigrations(postgresMigrations, "migrations/postgres")
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	current, err := pgSchemaVersion(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("reading the schema version (run `gateway audit migrate`): %w", err)
+	}
+	want := 0
+	if n := len(ms); n > 0 {
+		want = ms[n-1].version
+	}
+	switch {
+	case current > want:
+		return fmt.Errorf("database schema version %d is newer than this gateway's (%d)", current, want)
+	case current < want:
+		return fmt.Errorf("database schema version %d is older than this gateway's (%d): run `gateway audit migrate`", current, want)
+	}
+	return nil
+}
+
+func pgSchemaVersion(ctx context.Context, tx pgx.Tx) (int, error) {
+	var v int
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+pgMigrationsTable).Scan(&v)
+	return v, err
+}

@@ -1,0 +1,491 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/pgtest"
+)
+
+// These tests run the real gateway binary as separate processes against
+// one PostgreSQL database: several replicas, a database outage, and a
+// SIGKILL mid-load. Effects (files written by write-file) are reconciled
+// against the audit log afterwards: no effect may lack its committed
+// decision event.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolgate-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "gateway")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/toolgate/toolgate/cmd/gateway").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// cluster is a shared workspace, policy folder and secret for replicas.
+type cluster struct {
+	t      *testing.T
+	dir    string
+	dsn    string
+	secret []byte
+}
+
+func newCluster(t *testing.T, dsn string) *cluster {
+	dir := t.TempDir()
+	must(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS("../../policies")))
+	must(t, os.MkdirAll(filepath.Join(dir, "ws", "acme", "notes"), 0o755))
+	secret := []byte(strings.Repeat("k", 48))
+	must(t, os.WriteFile(filepath.Join(dir, "secret"), secret, 0o600))
+	return &cluster{t: t, dir: dir, dsn: dsn, secret: secret}
+}
+
+type replica struct {
+	cmd  *exec.Cmd
+	base string
+	done chan struct{}
+}
+
+// start runs one gateway process whose audit chain is chain, reaching
+// PostgreSQL at dsn.
+func (c *cluster) start(chain, dsn string) *replica {
+	c.t.Helper()
+	cfg := fmt.Sprintf(`listen: "127.0.0.1:0"
+policy: {dir: policies, watch: false}
+audit: {driver: postgres, dsn: %q, chain: %s}
+auth: {jwt: {hs256_secret_file: secret}}
+tenants: {acme: {workspace: ws/acme}}
+tools: {builtin: [read-file, write-file]}
+log: {level: info}
+`, dsn, chain)
+	file := filepath.Join(c.dir, chain+".yaml")
+	must(c.t, os.WriteFile(file, []byte(cfg), 0o644))
+	cmd := exec.Command(gatewayBinary(c.t), "serve", "--config", file)
+	stderr, err := cmd.StderrPipe()
+	must(c.t, err)
+	must(c.t, cmd.Start())
+	r := &replica{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`msg="gateway listening" addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+			if testing.Verbose() {
+				fmt.Fprintln(os.Stderr, chain+": "+sc.Text())
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	go func() { cmd.Wait(); close(r.done) }()
+	c.t.Cleanup(func() { r.kill(syscall.SIGTERM) })
+	select {
+	case a := <-addr:
+		r.base = "http://" + a
+	case <-r.done:
+		c.t.Fatalf("replica %s exited at start", chain)
+	case <-time.After(60 * time.Second):
+		c.t.Fatalf("replica %s did not start", chain)
+	}
+	return r
+}
+
+func (r *replica) kill(sig syscall.Signal) {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	r.cmd.Process.Signal(sig)
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		r.cmd.Process.Kill()
+		<-r.done
+	}
+}
+
+func (c *cluster) token(roles ...string) string {
+	tok, err := auth.MintHS256(c.secret, auth.MintClaims{Tenant: "acme", Subject: "alice", Roles: roles, TTL: time.Hour}, time.Now())
+	must(c.t, err)
+	return tok
+}
+
+var plainClient = &http.Client{Timeout: 30 * time.Second}
+
+// post returns the status and the outcome of one call.
+func post(base, token, tool string, body any) (int, string, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", base+"/v1/tools/"+tool+"/calls", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := plainClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Outcome string `json:"outcome"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(raw, &out)
+	return resp.StatusCode, out.Outcome, nil
+}
+
+func get(base, token, path string) (int, map[string]any) {
+	req, _ := http.NewRequest("GET", base+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := plainClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(raw, &m)
+	return resp.StatusCode, m
+}
+
+// allEvents pages through the tenant's whole log.
+func allEvents(t *testing.T, base, token string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	cursor := ""
+	for {
+		q := "/v1/audit/events?limit=1000"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		code, page := get(base, token, q)
+		if code != 200 {
+			t.Fatalf("audit query: %d %v", code, page)
+		}
+		for _, e := range page["events"].([]any) {
+			out = append(out, e.(map[string]any))
+		}
+		cursor, _ = page["next_cursor"].(string)
+		if cursor == "" {
+			return out
+		}
+	}
+}
+
+// reconcile checks every written file against the log: each effect has
+// its committed allow decision. It returns the decision events by call id.
+func (c *cluster) reconcile(t *testing.T, events []map[string]any) map[string]map[string]any {
+	t.Helper()
+	decisions := map[string]map[string]any{}
+	seen := map[string]bool{}
+	for _, e := range events {
+		id := e["id"].(string)
+		if seen[id] {
+			t.Fatalf("event %s appears twice", id)
+		}
+		seen[id] = true
+		if e["phase"] == "decision" {
+			decisions[e["call_id"].(string)] = e
+		}
+	}
+	files, err := os.ReadDir(filepath.Join(c.dir, "ws", "acme", "notes"))
+	must(t, err)
+	for _, f := range files {
+		callID := strings.TrimSuffix(f.Name(), ".txt")
+		d := decisions[callID]
+		if d == nil || d["outcome"] != "allow" {
+			t.Errorf("effect %s ran without a committed allow decision", f.Name())
+		}
+	}
+	return decisions
+}
+
+func writeCall(callID string) map[string]any {
+	return map[string]any{"call_id": callID, "arguments": map[string]any{"path": "notes/" + callID + ".txt", "content": callID}}
+}
+
+func TestTwoReplicasShareOnePostgres(t *testing.T) {
+	c := newCluster(t, pgtest.DSN(t))
+	a := c.start("replica-a", c.dsn)
+	b := c.start("replica-b", c.dsn)
+	tok := c.token("developer", "auditor")
+	const workers, perWorker = 8, 25
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				r := a
+				if (w+i)%2 == 1 {
+					r = b
+				}
+				code, outcome, err := post(r.base, tok, "write-file", writeCall(fmt.Sprintf("w%d-%d", w, i)))
+				if err != nil || code != 200 || outcome != "ok" {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failures.Load() != 0 {
+		t.Fatalf("%d calls failed", failures.Load())
+	}
+	events := allEvents(t, a.base, tok)
+	if len(events) != 2*workers*perWorker {
+		t.Fatalf("%d events, want %d", len(events), 2*workers*perWorker)
+	}
+	chains := map[string]int{}
+	for _, e := range events {
+		chains[e["chain"].(string)]++
+	}
+	if chains["replica-a"] == 0 || chains["replica-b"] == 0 || len(chains) != 2 {
+		t.Fatalf("events per chain: %v", chains)
+	}
+	decisions := c.reconcile(t, events)
+	if len(decisions) != workers*perWorker {
+		t.Fatalf("%d decisions, want %d", len(decisions), workers*perWorker)
+	}
+	for _, r := range []*replica{a, b} {
+		code, v := get(r.base, tok, "/v1/audit/verify")
+		if code != 200 || v["ok"] != true || int(v["events_checked"].(float64)) != len(events) {
+			t.Fatalf("verify on a replica: %d %v", code, v)
+		}
+	}
+}
+
+// proxy is a loopback TCP proxy to PostgreSQL that a test can cut, to
+// take the database away from one gateway without touching the server
+// other tests share.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.down {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns[c], p.conns[up] = true, true
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close(); c.Close() }()
+			go func() { io.Copy(c, up); up.Close(); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// through rewrites dsn to reach the server through the proxy.
+func (p *proxy) through(t *testing.T, dsn string) string {
+	u, err := url.Parse(dsn)
+	must(t, err)
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
+func targetOf(t *testing.T, dsn string) string {
+	u, err := url.Parse(dsn)
+	must(t, err)
+	host := u.Host
+	if !strings.Contains(host, ":") {
+		host += ":5432"
+	}
+	return host
+}
+
+func waitStatus(t *testing.T, base, path string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := get(base, "", path); code == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered %d", path, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestDatabaseOutageFailsClosedAndRecovers(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	c := newCluster(t, dsn)
+	px := newProxy(t, targetOf(t, dsn))
+	r := c.start("main", px.through(t, dsn))
+	tok := c.token("developer", "auditor")
+
+	var n atomic.Int64
+	var mu sync.Mutex
+	refused := map[string]bool{}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				id := fmt.Sprintf("o%d-%d", w, n.Add(1))
+				code, outcome, err := post(r.base, tok, "write-file", writeCall(id))
+				switch {
+				case err != nil:
+					t.Errorf("call %s: %v", id, err)
+					return
+				case code == 503:
+					mu.Lock()
+					refused[id] = true
+					mu.Unlock()
+				case code != 200 || outcome != "ok":
+					t.Errorf("call %s: %d %s", id, code, outcome)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	px.cut()
+	waitStatus(t, r.base, "/readyz", 503)
+	time.Sleep(500 * time.Millisecond) // calls keep arriving while the database is away
+	px.restore()
+	waitStatus(t, r.base, "/readyz", 200)
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+
+	if len(refused) == 0 {
+		t.Fatal("no call was refused while the database was down")
+	}
+	for id := range refused {
+		if _, err := os.Stat(filepath.Join(c.dir, "ws", "acme", "notes", id+".txt")); err == nil {
+			t.Errorf("call %s was refused with 503 but its effect happened", id)
+		}
+	}
+	_, m := get(r.base, "", "/metrics")
+	_ = m
+	resp, err := plainClient.Get(r.base + "/metrics")
+	must(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`toolgate_fail_closed_total\{cause="audit"\} [1-9]`).Match(metrics) {
+		t.Error("metrics do not show the calls that failed closed")
+	}
+	// After recovery: calls work, every effect has its decision, the log verifies.
+	if code, outcome, _ := post(r.base, tok, "write-file", writeCall("after-recovery")); code != 200 || outcome != "ok" {
+		t.Fatalf("after recovery: %d %s", code, outcome)
+	}
+	c.reconcile(t, allEvents(t, r.base, tok))
+	if code, v := get(r.base, tok, "/v1/audit/verify"); code != 200 || v["ok"] != true {
+		t.Fatalf("verify after the outage: %d %v", code, v)
+	}
+}
+
+func TestSIGKILLMidLoadNeverLosesADecision(t *testing.T) {
+	c := newCluster(t, pgtest.DSN(t))
+	r := c.start("main", c.dsn)
+	tok := c.token("developer", "auditor")
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, _, err := post(r.base, tok, "write-file", writeCall(fmt.Sprintf("k%d-%d", w, n.Add(1)))); err != nil {
+					return // the process is gone
+				}
+			}
+		}()
+	}
+	time.Sleep(700 * time.Millisecond)
+	r.kill(syscall.SIGKILL)
+	cancel()
+	wg.Wait()
+	if n.Load() < 8 {
+		t.Fatalf("only %d calls before the kill", n.Load())
+	}
+	// A new process on the same chain continues it; the log must account
+	// for every effect the killed one caused.
+	r2 := c.start("main", c.dsn)
+	events := allEvents(t, r2.base, tok)
+	c.reconcile(t, events)
+	if code, v := get(r2.base, tok, "/v1/audit/verify"); code != 200 || v["ok"] != true {
+		t.Fatalf("verify after SIGKILL: %d %v", code, v)
+	}
+	if code, outcome, _ := post(r2.base, tok, "write-file", writeCall("after-restart")); code != 200 || outcome != "ok" {
+		t.Fatalf("after restart: %d %s", code, outcome)
+	}
+}
