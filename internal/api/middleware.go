@@ -92,6 +92,10 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection's Flusher
+// through the instrumenting middleware's recorder.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // instrument counts requests by route pattern (bounded cardinality) and
 // status.
 func (s *Server) instrument(next http.Handler) http.Handler {

@@ -93,6 +93,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/audit/events", s.listEvents)
 			r.Get("/audit/events/{id}", s.getEvent)
 			r.Get("/audit/verify", s.verify)
+			r.Get("/audit/export", s.exportEvents)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RolePolicyAdmin))

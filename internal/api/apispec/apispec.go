@@ -78,7 +78,8 @@ func (s *Spec) Operations() []string {
 }
 
 // Check validates one response: the operation must exist, the status must
-// be documented for it, and a JSON body must match the documented schema.
+// be documented for it, and a JSON body must match the documented schema
+// (an NDJSON body: every line).
 func (s *Spec) Check(method, path string, status int, contentType string, body []byte) error {
 	tmpl := ""
 	for _, p := range s.paths {
@@ -113,10 +114,32 @@ func (s *Spec) Check(method, path string, status int, contentType string, body [
 	if _, ok := content[mt]; !ok {
 		return fmt.Errorf("%s %s %d: content type %q not documented", method, tmpl, status, contentType)
 	}
-	if mt != "application/json" {
+	switch mt {
+	case "application/json":
+		return s.checkBody(ptr+"/content/application~1json/schema", method, tmpl, status, body)
+	case "application/x-ndjson":
+		return s.checkLines(ptr+"/content/application~1x-ndjson/schema", method, tmpl, status, body)
+	}
+	return nil
+}
+
+// checkLines validates an NDJSON body: every line, each ending in "\n",
+// must match the documented schema, which describes one line (as OpenAPI
+// 3.2's itemSchema does). An empty body has no lines.
+func (s *Spec) checkLines(ptr, method, tmpl string, status int, body []byte) error {
+	if len(body) == 0 {
 		return nil
 	}
-	return s.checkBody(ptr+"/content/application~1json/schema", method, tmpl, status, body)
+	if body[len(body)-1] != '\n' {
+		return fmt.Errorf("%s %s %d: NDJSON body does not end with a newline", method, tmpl, status)
+	}
+	lines := bytes.Split(body[:len(body)-1], []byte("\n"))
+	for i, line := range lines {
+		if err := s.checkBody(ptr, method, tmpl, status, line); err != nil {
+			return fmt.Errorf("line %d of %d: %w", i+1, len(lines), err)
+		}
+	}
+	return nil
 }
 
 func (s *Spec) checkBody(ptr, method, tmpl string, status int, body []byte) error {

@@ -1,0 +1,163 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/toolgate/toolgate/internal/audit"
+)
+
+// Export formats (GET /v1/audit/export?format=).
+const (
+	ExportNDJSON = "ndjson"
+	ExportOPA    = "opa"
+)
+
+// exportInterrupted is the last line of an export that failed after its
+// first byte: the status is already sent, so the body says it.
+var exportInterrupted = []byte(`{"error":{"code":"unavailable","message":"export interrupted"}}` + "\n")
+
+// exportEvents answers GET /v1/audit/export: the caller's tenant's events,
+// oldest first, one JSON object per line, flushed batch by batch. Only one
+// batch (at most 1000 events) is in memory at a time.
+//
+// Anything that fails before the first byte is a normal JSON error (400,
+// 503). A failure after it ends the stream with exportInterrupted, and is
+// logged; a client that went away is only logged.
+func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "format", "from", "to":
+		default:
+			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "unknown query parameter "+strconv.Quote(truncate(k, 64)))
+			return
+		}
+		if len(q[k]) > 1 {
+			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "query parameter "+strconv.Quote(k)+" given more than once")
+			return
+		}
+	}
+	format := q.Get("format")
+	if format == "" {
+		format = ExportNDJSON
+	}
+	var f audit.Filter
+	switch format {
+	case ExportNDJSON:
+	case ExportOPA:
+		// OPA logs one event per decision: result events stay out.
+		f.Phase = audit.PhaseDecision
+	default:
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, `format must be "ndjson" or "opa"`)
+		return
+	}
+	for _, tb := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := q.Get(tb.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, CodeInvalidRequest, tb.name+" must be an RFC 3339 time")
+				return
+			}
+			*tb.dst = t
+		}
+	}
+
+	tenant := identity(r).Tenant
+	st := &exportStream{w: w, rc: http.NewResponseController(w), format: format}
+	err := audit.Export(r.Context(), s.o.Audit, tenant, f, st.batch)
+	switch {
+	case err == nil:
+		st.finish()
+	case !st.started && errors.Is(err, audit.ErrBadFilter):
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "from must not be after to")
+	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
+		s.o.Logger.Info("audit export ended by the client", "tenant", tenant, "format", format, "lines", st.lines, "err", err)
+	case !st.started:
+		s.o.Logger.Error("audit export failed", "tenant", tenant, "format", format, "err", err)
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")
+	default:
+		s.o.Logger.Error("audit export interrupted", "tenant", tenant, "format", format, "lines", st.lines, "err", err)
+		st.interrupt()
+	}
+}
+
+// errClientGone: writing to the client failed; nothing more can be said.
+var errClientGone = errors.New("api: export client gone")
+
+// exportStream writes an export's lines. Headers go out with the first
+// batch, so that failures before it can still be JSON errors.
+type exportStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	bw      *bufio.Writer
+	format  string
+	started bool
+	lines   int
+}
+
+func (st *exportStream) start() {
+	if st.started {
+		return
+	}
+	st.started = true
+	h := st.w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	st.w.WriteHeader(http.StatusOK)
+	st.bw = bufio.NewWriterSize(st.w, 64<<10)
+}
+
+// batch writes one batch of events and flushes it to the client.
+func (st *exportStream) batch(events []*audit.Event) error {
+	st.start()
+	for _, ev := range events {
+		var v any = ev
+		if st.format == ExportOPA {
+			v = audit.ToOPAEvent(ev)
+		}
+		// Deterministic: the same range exports the same bytes.
+		b, err := json.Marshal(v, json.Deterministic(true))
+		if err != nil {
+			return err // a stored event always has a JSON form; interrupt
+		}
+		if _, err := st.bw.Write(append(b, '\n')); err != nil {
+			return errClientGone
+		}
+		st.lines++
+	}
+	return st.flush()
+}
+
+func (st *exportStream) flush() error {
+	if err := st.bw.Flush(); err != nil {
+		return errClientGone
+	}
+	// Without a flusher (a wrapping writer that hides it), net/http still
+	// sends each full chunk; only latency suffers.
+	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errClientGone
+	}
+	return nil
+}
+
+// finish ends a complete export (an empty one is an empty 200 body).
+func (st *exportStream) finish() {
+	st.start()
+	st.flush()
+}
+
+// interrupt ends a started export with the error line.
+func (st *exportStream) interrupt() {
+	st.bw.Write(exportInterrupted)
+	st.flush()
+}
