@@ -149,6 +149,16 @@ type Store interface {
 	// columns beside it, so that Verify can check that both agree. It stops
 	// and returns fn's error when fn fails.
 	Scan(ctx context.Context, tenant string, fn func(Row) error) error
+	// Prune deletes, in every (tenant, chain), the longest prefix of events
+	// older than cutoff, always keeping the chain's last event, and records
+	// a Checkpoint at the cut in the same transaction. It refuses (and
+	// reports with ErrBrokenChain, going on with the other chains) a chain
+	// whose prefix has a gap or does not follow its checkpoint, so pruning
+	// never hides a deletion.
+	Prune(ctx context.Context, cutoff time.Time) (PruneResult, error)
+	// Checkpoints returns the tenant's checkpoints by chain (empty when
+	// nothing was pruned).
+	Checkpoints(ctx context.Context, tenant string) (map[string]Checkpoint, error)
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	Close() error

@@ -9,6 +9,7 @@ const (
 	MetricCommit     = "toolgate_audit_commit_seconds"        // histogram, Store.Insert latency
 	MetricQueueDepth = "toolgate_audit_queue_depth"           // gauge, events waiting for the writer
 	MetricVerify     = "toolgate_audit_verify_failures_total" // counter, verifications that found tampering
+	MetricPruned     = "toolgate_audit_pruned_events_total"   // counter, events deleted by retention
 )
 
 // logMetrics are a Log's collectors.
@@ -17,6 +18,7 @@ type logMetrics struct {
 	batchSize              prometheus.Histogram
 	commit                 prometheus.Histogram
 	verifyFailures         prometheus.Counter
+	pruned                 prometheus.Counter
 }
 
 func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics, error) {
@@ -38,12 +40,15 @@ func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics,
 		verifyFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricVerify, Help: "Audit chain verifications that found a broken or tampered chain.",
 		}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricPruned, Help: "Audit events deleted by retention (audit.retention).",
+		}),
 	}
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: MetricQueueDepth, Help: "Audit events queued for the writer.",
 	}, func() float64 { return float64(queueLen()) })
 	if reg != nil {
-		for _, c := range []prometheus.Collector{appends, m.batchSize, m.commit, m.verifyFailures, depth} {
+		for _, c := range []prometheus.Collector{appends, m.batchSize, m.commit, m.verifyFailures, m.pruned, depth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -26,6 +26,8 @@ type PostgresStore struct {
 	pool         *pgxpool.Pool
 	writeTimeout time.Duration
 	closeOnce    sync.Once
+	// pruneBatch overrides pruneBatch (tests walk several steps with it).
+	pruneBatch int64
 }
 
 var _ Store = (*PostgresStore)(nil)

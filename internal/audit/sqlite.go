@@ -23,10 +23,12 @@ import (
 // queries use a separate pool of read-only connections that WAL lets run
 // beside the writer.
 type SQLiteStore struct {
-	w, r      *sql.DB
-	insert    *sql.Stmt // on w
-	closeOnce sync.Once
-	closeErr  error
+	w, r   *sql.DB
+	insert *sql.Stmt // on w
+	// pruneBatch overrides pruneBatch (tests walk several steps with it).
+	pruneBatch int64
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 var _ Store = (*SQLiteStore)(nil)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 )
@@ -11,11 +13,15 @@ import (
 // Verify recomputes the tenant's hash chains from the stored events. An
 // event is bad when
 //   - its hash is not the hash of its raw JSON (an edited event),
-//   - its seq does not follow its predecessor's in the chain, starting at 1,
-//     or its prev_hash is not its predecessor's hash (a deleted, inserted or
-//     reordered event),
+//   - its seq does not follow its predecessor's in the chain, starting at 1
+//     (or after the chain's retention checkpoint), or its prev_hash is not
+//     its predecessor's hash (a deleted, inserted or reordered event),
 //   - it names another tenant (an event moved between tenants), or
 //   - an indexed column disagrees with the raw JSON (a tampered column).
+//
+// A retention checkpoint (see Prune) is bad when it does not match its
+// checkpoint_hash or no event follows it; FirstBadEvent is then
+// "(checkpoint of chain C)".
 //
 // Verify stops at the first bad event: FirstBadEvent is its id (as stored in
 // the id column) and EventsChecked counts the events read up to and
@@ -34,16 +40,27 @@ func (l *Log) Verify(ctx context.Context, tenant string) (VerifyResult, error) {
 	want, wantOK := l.heads[tenant]
 	l.headsMu.Unlock()
 
-	v := &verifier{tenant: tenant}
-	err := l.store.Scan(ctx, tenant, v.row)
-	if err != nil && !errors.Is(err, errBadEvent) {
-		return VerifyResult{}, storeErr(err)
-	}
-	res := VerifyResult{OK: v.bad == "" && err == nil, EventsChecked: v.checked, FirstBadEvent: v.bad}
-	if res.OK && wantOK {
-		last := v.last[l.chain]
-		if last.seq < want.Seq {
-			res.OK, res.FirstBadEvent = false, last.id
+	var res VerifyResult
+	for attempt := 1; ; attempt++ {
+		cps, err := l.store.Checkpoints(ctx, tenant)
+		if err != nil {
+			return VerifyResult{}, storeErr(err)
+		}
+		res, err = l.verifyOnce(ctx, tenant, cps, want, wantOK)
+		if err != nil {
+			return VerifyResult{}, err
+		}
+		if res.OK || attempt == verifyAttempts {
+			break
+		}
+		// A prune that committed between reading the checkpoints and the
+		// scan looks like a broken chain: look again if they moved.
+		again, err := l.store.Checkpoints(ctx, tenant)
+		if err != nil {
+			return VerifyResult{}, storeErr(err)
+		}
+		if maps.Equal(cps, again) {
+			break
 		}
 	}
 	if !res.OK {
@@ -53,6 +70,47 @@ func (l *Log) Verify(ctx context.Context, tenant string) (VerifyResult, error) {
 	return res, nil
 }
 
+// verifyOnce checks the checkpoints, then the chains they start.
+func (l *Log) verifyOnce(ctx context.Context, tenant string, cps map[string]Checkpoint, want Head, wantOK bool) (VerifyResult, error) {
+	for _, chain := range slices.Sorted(maps.Keys(cps)) {
+		if c := cps[chain]; c.Tenant != tenant || ComputeCheckpointHash(c) != c.CheckpointHash {
+			return VerifyResult{FirstBadEvent: checkpointLabel(chain)}, nil
+		}
+	}
+	v := &verifier{tenant: tenant, cps: cps}
+	err := l.store.Scan(ctx, tenant, v.row)
+	if err != nil && !errors.Is(err, errBadEvent) {
+		return VerifyResult{}, storeErr(err)
+	}
+	res := VerifyResult{OK: v.bad == "" && err == nil, EventsChecked: v.checked, FirstBadEvent: v.bad}
+	if res.OK {
+		// Pruning keeps every chain's last event: a checkpoint with nothing
+		// after it means the rest of the chain was deleted.
+		for _, chain := range slices.Sorted(maps.Keys(cps)) {
+			if _, ok := v.last[chain]; !ok {
+				res.OK, res.FirstBadEvent = false, checkpointLabel(chain)
+				break
+			}
+		}
+	}
+	if res.OK && wantOK {
+		last := v.last[l.chain]
+		if last.seq < want.Seq {
+			res.OK, res.FirstBadEvent = false, last.id
+		}
+	}
+	return res, nil
+}
+
+// checkpointLabel stands for a bad checkpoint in FirstBadEvent, where no
+// event is to blame.
+func checkpointLabel(chain string) string { return "(checkpoint of chain " + chain + ")" }
+
+// verifyAttempts bounds how often Verify looks again when a prune moved
+// the checkpoints under it; prunes run minutes apart, so a second look
+// normally settles it.
+const verifyAttempts = 3
+
 var errBadEvent = errors.New("audit: bad event")
 
 // verifier walks one tenant's rows in (chain, seq) order.
@@ -61,6 +119,7 @@ type verifier struct {
 	checked int
 	bad     string
 	chain   string // chain of the previous row
+	cps     map[string]Checkpoint
 	prev    link
 	last    map[string]link
 }
@@ -129,6 +188,8 @@ func (v *verifier) check(r Row) error {
 	want := link{seq: 1}
 	if v.checked > 1 && f.Chain == v.chain {
 		want = link{seq: v.prev.seq + 1, hash: v.prev.hash}
+	} else if cp, ok := v.cps[f.Chain]; ok {
+		want = link{seq: cp.Seq + 1, hash: cp.Hash} // retention cut the chain here
 	}
 	if f.Seq != want.seq || f.PrevHash != want.hash {
 		return errors.New("broken link")

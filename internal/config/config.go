@@ -41,6 +41,9 @@ type Audit struct {
 	QueueSize int    `yaml:"queue_size"` // pending appends before 503, default 4096
 	MaxBatch  int    `yaml:"max_batch"`  // events per transaction, default 256
 	Chain     string `yaml:"chain"`      // this writer's chain segment id, default "main"
+	// Retention prunes events older than this (at least 1h); 0 keeps
+	// them forever, the default.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Auth configures credentials.

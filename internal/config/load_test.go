@@ -152,6 +152,9 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"bad driver", replace("  driver: sqlite", "  driver: mysql"), 5, "audit.driver", `must be sqlite or postgres, got "mysql"`},
 		{"postgres without dsn", replace("  driver: sqlite\n  dsn: var/audit.db", "  driver: postgres"), 4, "audit.dsn", "required for the postgres driver"},
 		{"postgres with a file path", replace("  driver: sqlite", "  driver: postgres"), 6, "audit.dsn", "must be a postgres URL"},
+		{"negative audit retention", replace("  dsn: var/audit.db", "  dsn: var/audit.db\n  retention: -1h"), 7, "audit.retention", "must not be negative"},
+		{"audit retention under an hour", replace("  dsn: var/audit.db", "  dsn: var/audit.db\n  retention: 30m"), 7, "audit.retention", "at least 1h0m0s, got 30m0s"},
+		{"audit retention is a duration", replace("  dsn: var/audit.db", "  dsn: var/audit.db\n  retention: 30"), 7, "audit.retention", "expected a duration"},
 		{"zero limit", goodYAML + "limits:\n  max_arg_depth: 0\n", 21, "limits.max_arg_depth", "must be positive"},
 		{"negative timeout", goodYAML + "limits:\n  default_timeout: -1s\n", 21, "limits.default_timeout", "must be positive"},
 		{"listen without port", replace(`listen: "127.0.0.1:9090"`, "listen: localhost"), 1, "listen", "must be host:port"},
@@ -266,6 +269,7 @@ audit:    # null section keeps its defaults
 		{"audit.queue_size", cfg.Audit.QueueSize, 4096},
 		{"audit.max_batch", cfg.Audit.MaxBatch, 256},
 		{"audit.chain", cfg.Audit.Chain, "main"},
+		{"audit.retention", cfg.Audit.Retention, time.Duration(0)},
 		{"auth.jwt.tenant_claim", cfg.Auth.JWT.TenantClaim, "tenant"},
 		{"auth.jwt.roles_claim", cfg.Auth.JWT.RolesClaim, "roles"},
 		{"auth.jwt.groups_claim", cfg.Auth.JWT.GroupsClaim, "groups"},
@@ -300,6 +304,7 @@ log:
 	y = []byte(strings.Replace(string(y), "    hs256_secret_file: var/dev-jwt-secret",
 		"    hs256_secret_file: var/dev-jwt-secret\n    leeway: 0s\n    issuer: https://issuer.example\n    audience: toolgate", 1))
 	y = []byte(strings.Replace(string(y), "  dir: policies", "  dir: policies\n  watch: false\n  reload_debounce: 1s", 1))
+	y = []byte(strings.Replace(string(y), "  dsn: var/audit.db", "  dsn: var/audit.db\n  retention: 720h", 1))
 	if err := os.WriteFile(file, y, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +317,9 @@ log:
 	}
 	if cfg.Policy.WatchEnabled() || cfg.Policy.ReloadDebounce != time.Second {
 		t.Errorf("policy = %+v", cfg.Policy)
+	}
+	if cfg.Audit.Retention != 720*time.Hour {
+		t.Errorf("audit.retention = %v, want 720h", cfg.Audit.Retention)
 	}
 	if cfg.Auth.JWT.Leeway != 0 {
 		t.Errorf("explicit zero leeway replaced by %v", cfg.Auth.JWT.Leeway)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -83,6 +84,11 @@ func (v *validator) policy(p Policy) {
 	}
 }
 
+// MinRetention is the shortest audit.retention: shorter ones are more
+// likely a unit slip ("30m" for "30d") than a wish to delete audit
+// evidence within minutes.
+const MinRetention = time.Hour
+
 func (v *validator) audit(a Audit) {
 	switch a.Driver {
 	case "sqlite":
@@ -109,6 +115,12 @@ func (v *validator) audit(a Audit) {
 	}
 	if !chainID.MatchString(a.Chain) {
 		v.add("audit.chain", "must be 1 to 64 letters, digits, '.', '_' or '-', got %q", a.Chain)
+	}
+	switch {
+	case a.Retention < 0:
+		v.add("audit.retention", "must not be negative")
+	case a.Retention > 0 && a.Retention < MinRetention:
+		v.add("audit.retention", "must be 0 (keep forever) or at least %s, got %s", MinRetention, a.Retention)
 	}
 }
 

@@ -181,6 +181,17 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}()
 	}
+	if r := g.cfg.Audit.Retention; r > 0 {
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.runRetention(rctx, r)
+		}()
+		// Stopped before Serve returns, so that Close never closes the
+		// store under a prune.
+		defer func() { stop(); <-done }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	g.log.Info("gateway listening", "addr", ln.Addr().String())

@@ -33,7 +33,8 @@ type Tamperer interface {
 }
 
 // Run runs the suite. open must return a fresh, empty store for each call
-// that also implements Tamperer; Run closes it when the subtest ends.
+// that also implements Tamperer and RetentionTamperer; Run closes it when
+// the subtest ends.
 func Run(t *testing.T, open func(t *testing.T) audit.Store) {
 	tests := []struct {
 		name string
@@ -57,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) audit.Store) {
 		{"an append abandoned by its context may still commit", testAbandoned},
 		{"close drains queued appends and later appends fail", testClose},
 	}
+	tests = append(tests, retentionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

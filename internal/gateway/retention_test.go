@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/config"
+)
+
+func TestPruneIntervalIsATenthOfRetentionAtMostHourly(t *testing.T) {
+	for _, tc := range []struct{ retention, want time.Duration }{
+		{time.Hour, 6 * time.Minute},
+		{2 * time.Hour, 12 * time.Minute},
+		{10 * time.Hour, time.Hour},
+		{720 * time.Hour, time.Hour},
+	} {
+		if got := pruneInterval(tc.retention); got != tc.want {
+			t.Errorf("pruneInterval(%v) = %v, want %v", tc.retention, got, tc.want)
+		}
+	}
+}
+
+func TestRetentionPrunesTheAuditLogAndWhatRemainsVerifies(t *testing.T) {
+	h := start(t)
+	dev := h.token("acme", "alice", "developer")
+	for range 3 {
+		if r := h.call(dev, "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.status != 200 {
+			t.Fatalf("read-file: %d %s", r.status, r.raw)
+		}
+	}
+	before := h.verify("acme")
+	if before < 6 {
+		t.Fatalf("acme has %d events before the prune, want at least 6", before)
+	}
+
+	// A cutoff in the future: everything but each chain's head goes.
+	h.g.pruneAudit(t.Context(), time.Now().Add(time.Hour))
+	if n := h.verify("acme"); n != 1 {
+		t.Fatalf("after the prune %d events verify, want 1 (the head)", n)
+	}
+	m := string(h.do("GET", "/metrics", "", nil).raw)
+	want := "toolgate_audit_pruned_events_total " + strconv.Itoa(before-1)
+	if !strings.Contains(m, want) {
+		t.Fatalf("metrics lack %q", want)
+	}
+
+	// The chain goes on from the head.
+	if r := h.call(dev, "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.status != 200 {
+		t.Fatalf("read-file after prune: %d %s", r.status, r.raw)
+	}
+	if n := h.verify("acme"); n != 3 {
+		t.Fatalf("after one more call %d events verify, want 3", n)
+	}
+}
+
+func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
+	h := start(t)
+	ctx := t.Context()
+
+	// Events two hours old on a chain of their own, as an earlier replica
+	// would have left them.
+	dsn := filepath.Join(h.dir, "audit.db")
+	store, err := audit.OpenSQLite(ctx, dsn)
+	must(t, err)
+	defer store.Close()
+	old := time.Now().Add(-2 * time.Hour)
+	seed, err := audit.NewLog(store, audit.LogOptions{Chain: "seed", Now: func() time.Time { return old }})
+	must(t, err)
+	for range 4 {
+		must(t, seed.Append(ctx, &audit.Event{Tenant: "acme", Tool: "read-file", Phase: audit.PhaseDecision, Outcome: "allow"}))
+	}
+	must(t, seed.Close())
+
+	cfg, err := config.Load(filepath.Join(h.dir, "gateway.yaml"))
+	must(t, err)
+	cfg.Audit.Retention = time.Hour
+	cfg.Audit.Chain = "replica-2"
+	g, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
+	must(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(sctx, ln) }()
+	defer func() {
+		cancel()
+		<-done
+		g.Close()
+	}()
+
+	// Waits for a state, asserts nothing about time.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		cps, err := store.Checkpoints(ctx, "acme")
+		must(t, err)
+		if cp, ok := cps["seed"]; ok {
+			if cp.Seq != 3 {
+				t.Fatalf("checkpoint at seq %d, want 3: all but the head pruned", cp.Seq)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not prune at start")
+		}
+	}
+	if n := h.verify("acme"); n != 1 {
+		t.Fatalf("%d events verify after the prune, want the seed chain's head", n)
+	}
+}
