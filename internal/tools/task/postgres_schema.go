@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/migrate"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,7 +61,7 @@ type txBeginner interface {
 // together queue instead of racing to create the same tables. The lock
 // goes with the transaction, also when the connection dies.
 func migratePostgres(ctx context.Context, db txBeginner) (applied []string, err error) {
-	ms, err := loadMigrations(postgresMigrations, "migrations/postgres")
+	ms, err := migrate.Load(postgresMigrations, "migrations/postgres")
 	if err != nil {
 		return nil, err
 	}
@@ -83,22 +84,22 @@ func migratePostgres(ctx context.Context, db txBeginner) (applied []string, err 
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+migrationsTable).Scan(&current); err != nil {
 		return nil, err
 	}
-	if n := len(ms); n > 0 && current > ms[n-1].version {
-		return nil, fmt.Errorf("database schema version %d is newer than this gateway's (%d)", current, ms[n-1].version)
+	if n := len(ms); n > 0 && current > ms[n-1].Version {
+		return nil, fmt.Errorf("database schema version %d is newer than this gateway's (%d)", current, ms[n-1].Version)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if m.Version <= current {
 			continue
 		}
 		// No arguments: the simple protocol, which runs a multi-statement file.
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return nil, fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return nil, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, name) VALUES ($1, $2)`,
-			m.version, m.name); err != nil {
+			m.Version, m.Name); err != nil {
 			return nil, err
 		}
-		applied = append(applied, m.name)
+		applied = append(applied, m.Name)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
