@@ -52,9 +52,7 @@ func MigratePostgres(ctx context.Context, dsn string) (applied []string, err err
 }
 
 // txBeginner is a *pgx.Conn or a *pgxpool.Pool.
-type txBeginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
+type txBeginner = migrate.TxBeginner
 
 // migratePostgres applies the migrations the database has not seen, all
 // in one transaction (PostgreSQL DDL is transactional: a failed step
@@ -67,46 +65,7 @@ func migratePostgres(ctx context.Context, db txBeginner) (applied []string, err 
 	if err != nil {
 		return nil, err
 	}
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(current_schema(), ''), 0))`,
-		pgMigrateLockKey); err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+pgMigrationsTable+` (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-		return nil, err
-	}
-	current, err := pgSchemaVersion(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	if n := len(ms); n > 0 && current > ms[n-1].Version {
-		return nil, fmt.Errorf("database schema version %d is newer than this gateway's (%d)", current, ms[n-1].Version)
-	}
-	for _, m := range ms {
-		if m.Version <= current {
-			continue
-		}
-		// No arguments: the simple protocol, which runs a multi-statement file.
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return nil, fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+pgMigrationsTable+` (version, name) VALUES ($1, $2)`,
-			m.Version, m.Name); err != nil {
-			return nil, err
-		}
-		applied = append(applied, m.Name)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return applied, nil
+	return migrate.ApplyPostgres(ctx, db, pgMigrationsTable, pgMigrateLockKey, ms)
 }
 
 // checkPostgresSchema verifies, without changing anything, that the
