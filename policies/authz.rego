@@ -71,6 +71,23 @@ grants contains sprintf("allowed: %s may use %s", [name, input.tool.name]) if {
 }
 
 # ---------------------------------------------------------------------------
+# Approvals
+
+# input.approval is present only when a human approves a held call: the
+# approver's id and roles (the gateway decides the held document again with
+# it). Nobody approves their own call, and only approvers approve.
+deny contains "you cannot approve your own call" if input.approval.id == input.principal.id
+
+deny contains "approving needs the approver role" if {
+	input.approval
+	not approver_role
+}
+
+# approver_role, not "not ... in input.approval.roles": "in" on an
+# undefined ref is undefined even under "not".
+approver_role if "approver" in input.approval.roles
+
+# ---------------------------------------------------------------------------
 # Resource types
 
 # resource_types names the resource types each built-in tool produces: bash

@@ -95,6 +95,14 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/audit/verify", s.verify)
 			r.Get("/audit/export", s.exportEvents)
 		})
+		r.Get("/calls/{call_id}", s.callStatus)
+		r.Group(func(r chi.Router) {
+			r.Use(requireRole(RoleApprover))
+			r.Get("/approvals", s.listApprovals)
+			r.Get("/approvals/{id}", s.getApproval)
+			r.Post("/approvals/{id}/approve", s.approve)
+			r.Post("/approvals/{id}/deny", s.deny)
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RolePolicyAdmin))
 			r.Get("/policy", s.policy)

@@ -16,6 +16,8 @@ type Config struct {
 	Tools   Tools             `yaml:"tools"`
 	Limits  Limits            `yaml:"limits"`
 	Log     Log               `yaml:"log"`
+	// Approvals configures calls held for a human.
+	Approvals Approvals `yaml:"approvals"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -98,4 +100,12 @@ type Limits struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error, default info
 	Format string `yaml:"format"` // text | json, default text
+}
+
+// Approvals configures calls that policy holds for a human
+// (approval_required).
+type Approvals struct {
+	// TTL is how long a held call waits for a decision; a policy
+	// obligation (approval_ttl_ms) may shorten it. Default 1h.
+	TTL time.Duration `yaml:"ttl"`
 }

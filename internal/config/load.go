@@ -34,6 +34,7 @@ const (
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
+	DefaultApprovalTTL    = time.Hour
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -109,7 +110,8 @@ func defaults() *Config {
 			DefaultTimeout: DefaultTimeout,
 			MaxOutputBytes: DefaultMaxOutputBytes,
 		},
-		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Approvals: Approvals{TTL: DefaultApprovalTTL},
 	}
 }
 

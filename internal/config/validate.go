@@ -57,6 +57,13 @@ func (v *validator) config(c *Config) {
 	v.tools(c.Tools)
 	v.limits(c.Limits)
 	v.log(c.Log)
+	v.approvals(c.Approvals)
+}
+
+func (v *validator) approvals(a Approvals) {
+	if a.TTL <= 0 {
+		v.add("approvals.ttl", "must be positive, got %s", a.TTL)
+	}
 }
 
 func (v *validator) listen(addr string) {

@@ -43,6 +43,7 @@ type Gateway struct {
 	confinement sandbox.Status // reported by /readyz when commands can run
 	handler     http.Handler
 	registry    *prometheus.Registry
+	pipeline    *pipeline.Pipeline
 }
 
 // New assembles a gateway from cfg. Configuration problems found here
@@ -113,6 +114,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		return nil, err
 	}
 
+	approvals, err := OpenApprovalStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, approvals.Close)
+
 	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
 		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
 		Logger: log, Registerer: g.registry,
@@ -131,7 +138,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log,
+		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL,
 	})
+	g.pipeline = pl
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
@@ -190,6 +199,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 		// Stopped before Serve returns, so that Close never closes the
 		// store under a prune.
+		defer func() { stop(); <-done }()
+	}
+	{
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.sweepApprovals(sctx)
+		}()
 		defer func() { stop(); <-done }()
 	}
 	errc := make(chan error, 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
@@ -61,6 +62,12 @@ type Options struct {
 	Logger   *slog.Logger
 	NewID    func() string
 	Now      func() time.Time
+	// Approvals keeps calls held for a human; nil answers
+	// approval_required without holding anything.
+	Approvals approval.Store
+	// ApprovalTTL is how long a held call waits; default 1h. A policy
+	// obligation (approval_ttl_ms) may shorten it.
+	ApprovalTTL time.Duration
 }
 
 // Pipeline runs tool calls and decisions.
@@ -81,6 +88,9 @@ func New(o Options) *Pipeline {
 	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
+	}
+	if o.ApprovalTTL <= 0 {
+		o.ApprovalTTL = time.Hour
 	}
 	return &Pipeline{o: o}
 }
@@ -240,6 +250,10 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
+	h := p.holdFor(c, outcome, dec)
+	if h != nil {
+		ev.Approval = h.info()
+	}
 	if err := p.append(ctx, c, ev); err != nil {
 		return Response{}, err
 	}
@@ -255,6 +269,12 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		return resp, nil
 	case OutcomeApprovalRequired:
 		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
+		if h != nil {
+			if err := p.hold(ctx, c, h, ev, dec); err != nil {
+				return Response{}, err
+			}
+			resp.Data = h.data()
+		}
 		return resp, nil
 	}
 	if !c.run {
