@@ -195,7 +195,9 @@ func (p *Pipeline) pendingApproval(ctx context.Context, tenant, id string) (*app
 // ExpireDue moves the tenant's overdue held calls to expired, auditing
 // each once. The API calls it before every approval read; the gateway also
 // sweeps periodically.
-func (p *Pipeline) ExpireDue(ctx context.Context, tenant string) error { return p.expireDue(ctx, tenant) }
+func (p *Pipeline) ExpireDue(ctx context.Context, tenant string) error {
+	return p.expireDue(ctx, tenant)
+}
 
 func (p *Pipeline) expireDue(ctx context.Context, tenant string) error {
 	if p.o.Approvals == nil {
