@@ -106,6 +106,7 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RolePolicyAdmin))
 			r.Get("/policy", s.policy)
+			r.Post("/policy/eval", s.evalPolicy)
 		})
 	})
 	return r
