@@ -28,6 +28,10 @@ type Policy struct {
 	Dir            string        `yaml:"dir"`             // absolute after Load
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
+	// Shadow is a second policy folder evaluated beside the enforced one on
+	// every authorization; it never changes an outcome (absolute after
+	// Load, "" for none).
+	Shadow string `yaml:"shadow"`
 }
 
 // WatchEnabled reports whether the policy folder is hot-reloaded. After

@@ -13,6 +13,7 @@ func resolvePaths(cfg *Config, base string) {
 		return filepath.Join(base, p)
 	}
 	cfg.Policy.Dir = abs(cfg.Policy.Dir)
+	cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
 	if cfg.Audit.Driver == "sqlite" && cfg.Audit.DSN != sqliteMemory {
 		cfg.Audit.DSN = abs(cfg.Audit.DSN)
 	}

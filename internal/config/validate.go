@@ -89,6 +89,9 @@ func (v *validator) policy(p Policy) {
 	if p.ReloadDebounce < 0 {
 		v.add("policy.reload_debounce", "must not be negative")
 	}
+	if p.Shadow != "" {
+		v.dir("policy.shadow", p.Shadow)
+	}
 }
 
 // MinRetention is the shortest audit.retention: shorter ones are more

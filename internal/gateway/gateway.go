@@ -44,6 +44,7 @@ type Gateway struct {
 	handler     http.Handler
 	registry    *prometheus.Registry
 	pipeline    *pipeline.Pipeline
+	shadow      *pipeline.Shadow // nil without policy.shadow
 }
 
 // New assembles a gateway from cfg. Configuration problems found here
@@ -102,6 +103,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		log.Error("policy did not load; every call fails closed until it does", "err", err)
 	}
 
+	g.shadow = g.openShadow(ctx)
+
 	// Audit.
 	g.store, err = OpenAuditStore(ctx, cfg)
 	if err != nil {
@@ -138,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log,
-		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL,
+		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
@@ -189,6 +192,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 				g.log.Error("policy watcher stopped", "err", err)
 			}
 		}()
+		if g.shadow != nil {
+			go func() {
+				if err := g.shadow.Engine().Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					g.log.Error("shadow policy watcher stopped", "err", err)
+				}
+			}()
+		}
 	}
 	if r := g.cfg.Audit.Retention; r > 0 {
 		rctx, stop := context.WithCancel(ctx)

@@ -39,10 +39,11 @@ type harness struct {
 }
 
 type setup struct {
-	extraYAML string            // appended to gateway.yaml
-	policy    func(dir string)  // edits the copied policy folder
-	files     map[string]string // extra workspace files, "tenant/path"
-	toolsYAML string            // replaces the default tools section
+	extraYAML  string            // appended to gateway.yaml
+	policy     func(dir string)  // edits the copied policy folder
+	files      map[string]string // extra workspace files, "tenant/path"
+	toolsYAML  string            // replaces the default tools section
+	policyYAML string            // more keys of the policy section, indented by two
 }
 
 var (
@@ -107,7 +108,7 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 policy:
   dir: policies
   reload_debounce: 20ms
-audit:
+%saudit:
   driver: sqlite
   dsn: audit.db
 auth:
@@ -120,7 +121,7 @@ tenants:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.toolsYAML, s.extraYAML)
+%s`, s.policyYAML, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

@@ -68,6 +68,9 @@ type Options struct {
 	// ApprovalTTL is how long a held call waits; default 1h. A policy
 	// obligation (approval_ttl_ms) may shorten it.
 	ApprovalTTL time.Duration
+	// Shadow, when set, decides every authorization a second time with
+	// another policy, for the audit log and metrics only.
+	Shadow *Shadow
 }
 
 // Pipeline runs tool calls and decisions.
@@ -227,6 +230,7 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	// Decide on exactly the document whose digest is audited and whose
 	// artifact runs.
 	t0 = time.Now()
+	shadow := p.o.Shadow.start(ctx, prep.PolicyInput())
 	dec, err := rev.Decide(ctx, prep.PolicyInput())
 	if err != nil {
 		p.stage("decide", c, t0)
@@ -250,6 +254,7 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
+	ev.Shadow = p.o.Shadow.compare(shadow, dec)
 	h := p.holdFor(c, outcome, dec)
 	if h != nil {
 		ev.Approval = h.info()

@@ -1,0 +1,25 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/pipeline"
+)
+
+// openShadow loads the shadow policy (policy.shadow), if any. A shadow that
+// does not load is logged and keeps trying on reload; until it loads,
+// shadow verdicts are "error". Its engine has no metrics of its own (they
+// would collide with the enforced engine's); the shadow's divergence
+// metric says what matters.
+func (g *Gateway) openShadow(ctx context.Context) *pipeline.Shadow {
+	if g.cfg.Policy.Shadow == "" {
+		return nil
+	}
+	log := g.log.With("policy", "shadow")
+	eng := decision.NewEngine(decision.Options{Dir: g.cfg.Policy.Shadow, Logger: log, Debounce: g.cfg.Policy.ReloadDebounce})
+	if err := eng.Load(ctx); err != nil {
+		log.Error("shadow policy did not load; shadow verdicts are errors until it does", "err", err)
+	}
+	return pipeline.NewShadow(eng, g.registry)
+}
