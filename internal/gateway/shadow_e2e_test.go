@@ -30,8 +30,8 @@ func TestShadowPolicyDivergencesAreCountedAndAuditedWithoutChangingOutcomes(t *t
 		tool, args, outcome, shadow string
 		diverged                    bool
 	}{
-		{"read-file", `{"path":"docs/guide.md"}`, "ok", "denied", true},          // allow → deny
-		{"read-file", `{"path":"secrets/db.env"}`, "denied", "denied", false},    // both deny
+		{"read-file", `{"path":"docs/guide.md"}`, "ok", "denied", true},       // allow → deny
+		{"read-file", `{"path":"secrets/db.env"}`, "denied", "denied", false}, // both deny
 		{"write-file", `{"path":"notes/a.txt","content":"x"}`, "ok", "allow", false},
 		{"write-file", `{"path":"secrets/x","content":"x"}`, "denied", "allow", true}, // deny → allow
 		{"write-file", `{"path":"src/b.txt","content":"x"}`, "ok", "allow", false},
