@@ -5,6 +5,7 @@
 //	gateway token --config FILE --tenant T --sub S [--roles a,b] [--ttl 1h]
 //	gateway policy test [DIR...]
 //	gateway policy check [DIR]
+//	gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T]
 //
 // Every flag may also come from the environment as TOOLGATE_<FLAG>
 // (TOOLGATE_CONFIG, TOOLGATE_TENANT, ...). Exit codes: 0 ok, 1 runtime
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return token(args, stdout, stderr)
 	case "policy":
 		if len(args) == 0 {
-			fmt.Fprintln(stderr, "usage: gateway policy test [DIR...] | gateway policy check [DIR]")
+			fmt.Fprintln(stderr, "usage: gateway policy test [DIR...] | gateway policy check [DIR] | gateway policy replay --policy DIR")
 			return exitUsage
 		}
 		switch args[0] {
@@ -69,8 +70,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return policyTest(args[1:], stdout, stderr)
 		case "check":
 			return policyCheck(args[1:], stdout, stderr)
+		case "replay":
+			return policyReplay(args[1:], stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test or check)\n", args[0])
+		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test, check or replay)\n", args[0])
 		return exitUsage
 	case "audit":
 		if len(args) == 0 || args[0] != "migrate" {
@@ -92,6 +95,8 @@ const usage = `usage:
                                          print a dev JWT signed with the HS256 secret
   gateway policy test [DIR...]           run Rego tests (default: policies policies_test)
   gateway policy check [DIR]             strict-compile a policy folder and check the contract
+  gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]
+                                         re-evaluate audited decisions against a candidate policy
   gateway audit migrate [--config FILE]  apply the audit store's schema migrations and exit
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `

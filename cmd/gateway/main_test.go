@@ -69,6 +69,12 @@ func TestCommandLine(t *testing.T) {
 		{"policy check of a missing folder", []string{"policy", "check", "/nonexistent"}, 2, "", "", nil},
 		{"policy without sub-command", []string{"policy"}, 2, "", "usage", nil},
 		{"audit migrate (sqlite)", []string{"audit", "migrate", "--config", good}, 0, "audit store (sqlite) is at the current schema version", "", nil},
+		{"policy replay needs a candidate", []string{"policy", "replay", "--config", good}, 2, "", "usage: gateway policy replay", nil},
+		{"policy replay with a bad time", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--from", "yesterday"}, 2, "", "--from must be an RFC 3339 time", nil},
+		{"policy replay of an unconfigured tenant", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--tenant", "globex"}, 2, "", `tenant "globex" is not configured`, nil},
+		{"policy replay of a broken candidate", []string{"policy", "replay", "--config", good, "--policy", "/nonexistent"}, 1, "", "candidate policy", nil},
+		{"policy replay", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--tenant", "acme"}, 0, "decision events 0", "", nil},
+		{"policy replay as JSON", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--json"}, 0, `"not_replayable"`, "", nil},
 		{"audit without sub-command", []string{"audit"}, 2, "", "usage: gateway audit migrate", nil},
 	}
 	for _, tc := range cases {

@@ -107,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 			r.Use(requireRole(RolePolicyAdmin))
 			r.Get("/policy", s.policy)
 			r.Post("/policy/eval", s.evalPolicy)
+			r.Post("/policy/replay", s.replayPolicy)
 		})
 	})
 	return r

@@ -171,6 +171,7 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		loadedAt: e.now(),
 		modules:  src.list,
 		queries:  queries,
+		compiled: c,
 		m:        e.m,
 		log:      e.log,
 	}, nil

@@ -27,6 +27,9 @@ type Revision struct {
 	loadedAt time.Time
 	modules  []Module
 	queries  [numEntrypoints]*rego.PreparedEvalQuery
+	// compiled is kept for partial evaluation (replay's Depends); the hot
+	// path never touches it.
+	compiled *compiled
 	m        *metrics
 	log      *slog.Logger
 }

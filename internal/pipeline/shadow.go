@@ -110,3 +110,11 @@ func verdict(d decision.Decision) string {
 	}
 	return OutcomeAllow
 }
+
+// ShadowEngine is the shadow policy's engine, nil without one.
+func (p *Pipeline) ShadowEngine() *decision.Engine {
+	if p.o.Shadow == nil {
+		return nil
+	}
+	return p.o.Shadow.engine
+}
