@@ -28,6 +28,9 @@ type Options struct {
 	Debounce time.Duration
 	// Now is the clock for LoadedAt and LastErrorAt; default time.Now.
 	Now func() time.Time
+	// Bundle, when set, is the policy source instead of Dir: an OPA bundle
+	// file or bundle server URL (see BundleOptions).
+	Bundle *BundleOptions
 }
 
 // Status describes the engine's policy for operators.
@@ -54,6 +57,9 @@ type Engine struct {
 	cur    atomic.Pointer[Revision]
 	loadMu sync.Mutex // one load at a time
 
+	bundle *BundleOptions // nil: the policy folder
+	etag   string         // of the last bundle fetched over HTTP; guarded by loadMu
+
 	mu          sync.Mutex // guards the two fields below
 	lastErr     string
 	lastErrorAt time.Time
@@ -68,6 +74,7 @@ func NewEngine(opts Options) *Engine {
 		now:      opts.Now,
 		debounce: opts.Debounce,
 		m:        newMetrics(opts.Registerer),
+		bundle:   opts.Bundle,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -113,6 +120,9 @@ func (e *Engine) Load(ctx context.Context) error {
 
 	started := time.Now()
 	rev, err := e.build(ctx)
+	if errors.Is(err, errNotModified) {
+		return nil
+	}
 	if err != nil {
 		e.m.reloads.WithLabelValues("error").Inc()
 		e.mu.Lock()
@@ -123,7 +133,7 @@ func (e *Engine) Load(ctx context.Context) error {
 			keeping = old.id
 		}
 		e.log.Error("policy rejected; previous revision keeps serving",
-			"dir", e.dir, "serving", keeping, "err", err)
+			"source", e.sourceName(), "serving", keeping, "err", err)
 		return err
 	}
 
@@ -144,7 +154,11 @@ func (e *Engine) Load(ctx context.Context) error {
 
 // build compiles the folder into a revision that is not yet serving.
 func (e *Engine) build(ctx context.Context) (*Revision, error) {
-	src, problems, err := readSource(e.dir)
+	read := func() (*source, []Problem, error) { return readSource(e.dir) }
+	if e.bundle != nil {
+		read = func() (*source, []Problem, error) { return e.readBundle(ctx) }
+	}
+	src, problems, err := read()
 	if err != nil {
 		return nil, err
 	}
