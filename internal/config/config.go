@@ -32,6 +32,27 @@ type Policy struct {
 	// every authorization; it never changes an outcome (absolute after
 	// Load, "" for none).
 	Shadow string `yaml:"shadow"`
+	// Bundle is an OPA bundle file (.tar.gz, absolute after Load) or an
+	// http(s) bundle server URL, instead of Dir.
+	Bundle string `yaml:"bundle"`
+	// PollInterval is how often a bundle URL is polled; default 30s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// PollMaxBackoff bounds the wait after failed polls; default 5m.
+	PollMaxBackoff time.Duration `yaml:"poll_max_backoff"`
+	// Signing, when set, makes bundle signatures mandatory.
+	Signing *Signing `yaml:"signing"`
+}
+
+// Signing lists the keys that verify bundle signatures (.signatures.json).
+type Signing struct {
+	Keys  map[string]SigningKey `yaml:"keys"`  // by key id ("keyid" of the signature)
+	Scope string                `yaml:"scope"` // required "scope" claim, optional
+}
+
+// SigningKey is one verification key.
+type SigningKey struct {
+	Algorithm string `yaml:"algorithm"` // default RS256
+	KeyFile   string `yaml:"key_file"`  // PEM public key (or HMAC secret); absolute after Load
 }
 
 // WatchEnabled reports whether the policy folder is hot-reloaded. After

@@ -35,6 +35,8 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
 	DefaultApprovalTTL    = time.Hour
+	DefaultPollInterval   = 30 * time.Second
+	DefaultPollMaxBackoff = 5 * time.Minute
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -91,7 +93,8 @@ func defaults() *Config {
 	watch := true
 	return &Config{
 		Listen: DefaultListen,
-		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce},
+		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce,
+			PollInterval: DefaultPollInterval, PollMaxBackoff: DefaultPollMaxBackoff},
 		Audit: Audit{
 			Driver:    DefaultAuditDriver,
 			QueueSize: DefaultQueueSize,

@@ -1,6 +1,9 @@
 package config
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // resolvePaths makes every path in cfg absolute, relative to base (the
 // config file's folder), so the process's working directory never matters
@@ -14,6 +17,15 @@ func resolvePaths(cfg *Config, base string) {
 	}
 	cfg.Policy.Dir = abs(cfg.Policy.Dir)
 	cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
+	if !IsURL(cfg.Policy.Bundle) {
+		cfg.Policy.Bundle = abs(cfg.Policy.Bundle)
+	}
+	if cfg.Policy.Signing != nil {
+		for id, k := range cfg.Policy.Signing.Keys {
+			k.KeyFile = abs(k.KeyFile)
+			cfg.Policy.Signing.Keys[id] = k
+		}
+	}
 	if cfg.Audit.Driver == "sqlite" && cfg.Audit.DSN != sqliteMemory {
 		cfg.Audit.DSN = abs(cfg.Audit.DSN)
 	}
@@ -28,3 +40,9 @@ func resolvePaths(cfg *Config, base string) {
 
 // sqliteMemory is SQLite's in-memory database name; it is not a path.
 const sqliteMemory = ":memory:"
+
+// IsURL reports whether a policy bundle location is an http(s) URL rather
+// than a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}

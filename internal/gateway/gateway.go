@@ -94,9 +94,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		envs[name] = &tools.Env{Tenant: name, Workspace: ws}
 	}
 
-	// Policy.
+	// Policy: a folder or a bundle.
+	bundleSrc, err := bundleOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
 	g.engine = decision.NewEngine(decision.Options{
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
+		Bundle: bundleSrc,
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.

@@ -44,6 +44,8 @@ type setup struct {
 	files      map[string]string // extra workspace files, "tenant/path"
 	toolsYAML  string            // replaces the default tools section
 	policyYAML string            // more keys of the policy section, indented by two
+	// policySource replaces "  dir: policies\n" (e.g. with a bundle).
+	policySource string
 }
 
 var (
@@ -104,10 +106,12 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	must(t, os.Symlink(filepath.Join(dir, "outside", "secret.txt"), filepath.Join(dir, "ws", "acme", "abs-link")))
 	must(t, os.Symlink("docs/guide.md", filepath.Join(dir, "ws", "acme", "guide-link")))
 
+	if s.policySource == "" {
+		s.policySource = "  dir: policies\n"
+	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:
-  dir: policies
-  reload_debounce: 20ms
+%s  reload_debounce: 20ms
 %saudit:
   driver: sqlite
   dsn: audit.db
@@ -121,7 +125,7 @@ tenants:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.policyYAML, s.toolsYAML, s.extraYAML)
+%s`, s.policySource, s.policyYAML, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)
