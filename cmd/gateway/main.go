@@ -94,7 +94,8 @@ const usage = `usage:
   gateway token --config FILE --tenant T --sub S [--roles a,b] [--ttl 1h]
                                          print a dev JWT signed with the HS256 secret
   gateway policy test [DIR...]           run Rego tests (default: policies policies_test)
-  gateway policy check [DIR]             strict-compile a policy folder and check the contract
+  gateway policy check [--config FILE] [--tests DIR] [DIR]
+                                         strict-compile a policy folder and check the contract
   gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]
                                          re-evaluate audited decisions against a candidate policy
   gateway audit migrate [--config FILE]  apply the audit store's schema migrations and exit
@@ -314,6 +315,8 @@ func policyTest(args []string, stdout, stderr io.Writer) int {
 
 func policyCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy check", stderr)
+	file := fs.String("config", "", "configuration file: also check that every enabled tool can be offered")
+	tests := fs.String("tests", "", "folder of the pack's Rego tests (default: DIR_test when it exists): also report rules no test input fires")
 	if err := parse(fs, args); err != nil {
 		return exitUsage
 	}
@@ -321,7 +324,24 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		dir = fs.Arg(0)
 	}
-	problems, err := decision.Check(context.Background(), dir)
+	var opts decision.CheckOptions
+	if *file != "" {
+		cfg, code := loadConfig(*file, stderr)
+		if cfg == nil {
+			return code
+		}
+		opts.Tools = cfg.Tools.Builtin
+	}
+	switch {
+	case *tests != "":
+		opts.TestDirs = []string{*tests}
+	default:
+		sibling := strings.TrimRight(dir, "/") + "_test"
+		if fi, err := os.Stat(sibling); err == nil && fi.IsDir() {
+			opts.TestDirs = []string{sibling}
+		}
+	}
+	problems, err := decision.CheckWith(context.Background(), dir, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway policy check: %v\n", err)
 		return exitUsage

@@ -99,3 +99,18 @@ func TestPolicyCheckReportsContractProblems(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }
+
+func TestPolicyCheckReportsToolsNoRuleOffersAndRulesNoTestFires(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pack")
+	os.MkdirAll(dir+"_test", 0o755)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir+"_test", "a_test.rego"), []byte("package t\n\ntest_a if data.toolgate.availability.allow with input as {\"tool\": {\"name\": \"read-file\"}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.rego"), []byte("package toolgate.availability\n\nallow if input.tool.name == \"read-file\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": false}\n"), 0o644)
+	cfg := writeConfig(t, strings.Replace(goodConfig, "[read-file]", "[read-file, write-file]", 1))
+	code, out, errs := runCLI(t, "policy", "check", "--config", cfg, dir)
+	if code != 1 || !strings.Contains(out, `tool "write-file" is enabled`) || !strings.Contains(out, "b.rego:3: rule data.toolgate.authz.decision never produced a value") ||
+		strings.Contains(out, "a.rego:3: rule") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+}
