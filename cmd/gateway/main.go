@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
@@ -259,11 +260,12 @@ func auditMigrate(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if cfg.Audit.Driver == "postgres" {
-		// Both schemas that live in the audit database: events and tasks.
+		// The schemas that live in the audit database: events, tasks and
+		// approvals.
 		for _, m := range []struct {
 			name    string
 			migrate func(context.Context, string) ([]string, error)
-		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}} {
+		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}, {"approval", approval.MigratePostgres}} {
 			applied, err := m.migrate(ctx, cfg.Audit.DSN)
 			if err != nil {
 				fmt.Fprintf(stderr, "gateway audit migrate: %s schema: %v\n", m.name, err)
