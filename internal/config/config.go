@@ -28,9 +28,10 @@ type Policy struct {
 	Dir            string        `yaml:"dir"`             // absolute after Load
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
-	// Shadow is a second policy folder evaluated beside the enforced one on
-	// every authorization; it never changes an outcome (absolute after
-	// Load, "" for none).
+	// Shadow is a second policy evaluated beside the enforced one on every
+	// authorization; it never changes an outcome: a folder, a bundle file
+	// or a bundle URL (paths absolute after Load, "" for none). Bundles
+	// follow the poll and signing settings of the enforced policy.
 	Shadow string `yaml:"shadow"`
 	// Bundle is an OPA bundle file (.tar.gz, absolute after Load) or an
 	// http(s) bundle server URL, instead of Dir.

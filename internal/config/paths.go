@@ -16,7 +16,9 @@ func resolvePaths(cfg *Config, base string) {
 		return filepath.Join(base, p)
 	}
 	cfg.Policy.Dir = abs(cfg.Policy.Dir)
-	cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
+	if !IsURL(cfg.Policy.Shadow) {
+		cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
+	}
 	if !IsURL(cfg.Policy.Bundle) {
 		cfg.Policy.Bundle = abs(cfg.Policy.Bundle)
 	}

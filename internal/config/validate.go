@@ -137,7 +137,15 @@ func (v *validator) policy(p Policy) {
 	if p.ReloadDebounce < 0 {
 		v.add("policy.reload_debounce", "must not be negative")
 	}
-	if p.Shadow != "" {
+	switch fi, err := os.Stat(p.Shadow); {
+	case p.Shadow == "":
+	case IsURL(p.Shadow):
+		if u, err := url.Parse(p.Shadow); err != nil || u.Host == "" || u.User != nil {
+			v.add("policy.shadow", "must be a folder, a bundle file, or an http(s) bundle URL with a host and no credentials")
+		}
+	case err == nil && !fi.IsDir():
+		// A bundle file.
+	default:
 		v.dir("policy.shadow", p.Shadow)
 	}
 }

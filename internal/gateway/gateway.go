@@ -108,7 +108,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		log.Error("policy did not load; every call fails closed until it does", "err", err)
 	}
 
-	g.shadow = g.openShadow(ctx)
+	if g.shadow, err = g.openShadow(ctx); err != nil {
+		return nil, err
+	}
 
 	// Audit.
 	g.store, err = OpenAuditStore(ctx, cfg)

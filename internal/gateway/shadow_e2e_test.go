@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/decision/bundletest"
 )
 
 // shadowPolicy denies every read-file and allows everything else.
@@ -23,7 +25,19 @@ decision := {"allow": input.tool.name != "read-file", "reasons": ["shadow"]}
 func TestShadowPolicyDivergencesAreCountedAndAuditedWithoutChangingOutcomes(t *testing.T) {
 	shadowDir := filepath.Join(t.TempDir(), "shadow")
 	writeShadowPolicy(t, shadowDir)
-	h := start(t, func(s *setup) { s.policyYAML = "  shadow: " + shadowDir + "\n" })
+	files, err := bundletest.ReadDir(shadowDir)
+	must(t, err)
+	raw, err := bundletest.Build(files, "shadow-1", nil)
+	must(t, err)
+	shadowBundle := filepath.Join(t.TempDir(), "shadow.tar.gz")
+	must(t, os.WriteFile(shadowBundle, raw, 0o644))
+	for name, src := range map[string]string{"folder": shadowDir, "bundle file": shadowBundle} {
+		t.Run(name, func(t *testing.T) { testShadow(t, src) })
+	}
+}
+
+func testShadow(t *testing.T, shadow string) {
+	h := start(t, func(s *setup) { s.policyYAML = "  shadow: " + shadow + "\n" })
 	alice := h.token("acme", "alice", "developer")
 
 	for _, tc := range []struct {
