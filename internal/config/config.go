@@ -16,6 +16,7 @@ type Config struct {
 	Tools   Tools             `yaml:"tools"`
 	Limits  Limits            `yaml:"limits"`
 	Log     Log               `yaml:"log"`
+	Debug   Debug             `yaml:"debug"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -98,4 +99,12 @@ type Limits struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error, default info
 	Format string `yaml:"format"` // text | json, default text
+}
+
+// Debug configures diagnostics that are off by default.
+type Debug struct {
+	// PprofListen, when set, serves net/http/pprof on this loopback
+	// address (a separate listener, no authentication): for profiling the
+	// gateway under load. Only loopback hosts are accepted.
+	PprofListen string `yaml:"pprof_listen"`
 }

@@ -163,6 +163,8 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"jwks file missing",
 			replace("    hs256_secret_file: var/dev-jwt-secret", "    jwks_file: keys.json"), 9, "auth.jwt.jwks_file", "no such file"},
 		{"bad log level", goodYAML + "log:\n  level: loud\n", 21, "log.level", `got "loud"`},
+		{"pprof on a public address", goodYAML + "debug:\n  pprof_listen: \"0.0.0.0:6060\"\n", 21, "debug.pprof_listen", "must be a loopback address"},
+		{"pprof without port", goodYAML + "debug:\n  pprof_listen: localhost\n", 21, "debug.pprof_listen", "must be host:port"},
 		{"null list item", replace("[read-file, write-file]", "[read-file, ~]"), 19, "tools.builtin[1]", "empty list item"},
 		{"boolean expected", replace("  dir: policies", "  dir: policies\n  watch: sometimes"), 4, "policy.watch", "expected true or false"},
 	}

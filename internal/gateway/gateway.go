@@ -192,6 +192,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// store under a prune.
 		defer func() { stop(); <-done }()
 	}
+	if addr := g.cfg.Debug.PprofListen; addr != "" {
+		stop, err := g.servePprof(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	g.log.Info("gateway listening", "addr", ln.Addr().String())
