@@ -27,6 +27,11 @@ type Policy struct {
 	Dir            string        `yaml:"dir"`             // absolute after Load
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
+	// DecisionCache is how many policy results each revision remembers
+	// per entrypoint (default 4096; 0 turns the cache off). Only used when
+	// the revision's policy is deterministic and ignores call_id and
+	// digest; see the README.
+	DecisionCache int `yaml:"decision_cache"`
 }
 
 // WatchEnabled reports whether the policy folder is hot-reloaded. After

@@ -108,6 +108,9 @@ func (v *validator) policy(p Policy) {
 	} else {
 		v.dir("policy.dir", p.Dir)
 	}
+	if p.DecisionCache < 0 {
+		v.add("policy.decision_cache", "must be 0 (off) or a positive number of entries, got %d", p.DecisionCache)
+	}
 	if p.ReloadDebounce < 0 {
 		v.add("policy.reload_debounce", "must not be negative")
 	}

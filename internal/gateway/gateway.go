@@ -95,6 +95,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	// Policy.
 	g.engine = decision.NewEngine(decision.Options{
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
+		CacheSize: cfg.Policy.DecisionCache,
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.

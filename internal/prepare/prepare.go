@@ -87,7 +87,7 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		plan.Resources[i] = deepCopy(map[string]any(r)).(map[string]any)
 	}
 	doc := requestDocument(c.Identity, c.SessionID, c.CallID, spec, plan)
-	digest, err := Digest(doc)
+	digest, key, err := digestAndKey(doc)
 	if err != nil {
 		return nil, fmt.Errorf("prepare %s: digest: %w", spec.Name, err)
 	}
@@ -103,6 +103,7 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		sessionID: c.SessionID,
 		doc:       doc,
 		digest:    digest,
+		key:       key,
 		input:     input,
 		artifact:  plan.Artifact,
 	}, nil
