@@ -20,6 +20,15 @@ type EvalOption func(*evalOptions)
 type evalOptions struct {
 	key    Key
 	hasKey bool
+	build  func() (ast.Value, error)
+}
+
+// WithInputFunc supplies the input lazily: when the method's input argument
+// is nil, build is called only if the policy must really be evaluated, so
+// a cache hit never pays for converting the document to an OPA value. A
+// build error fails the evaluation (ErrEvaluation).
+func WithInputFunc(build func() (ast.Value, error)) EvalOption {
+	return func(o *evalOptions) { o.build = build }
 }
 
 // WithCacheKey lets the evaluation answer from, and fill, the revision's

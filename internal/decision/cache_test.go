@@ -2,8 +2,10 @@ package decision
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -145,4 +147,34 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// A lazily built input is built only when the policy really runs, and a
+// build failure fails closed.
+func TestLazyInputIsBuiltOnlyOnAMiss(t *testing.T) {
+	ctx := context.Background()
+	e := cachedEngine(t, newPack(t, nil), nil)
+	builds := 0
+	build := WithInputFunc(func() (ast.Value, error) {
+		builds++
+		return ast.InterfaceToValue(map[string]any{"tool": map[string]any{"name": "read-file"}})
+	})
+	for range 3 {
+		d, err := current(t, e).Decide(ctx, nil, WithCacheKey(Key{7}), build)
+		if err != nil || !d.Allow {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	if builds != 1 {
+		t.Fatalf("input built %d times for one miss and two hits", builds)
+	}
+	_, err := current(t, e).Decide(ctx, nil, WithCacheKey(Key{8}), WithInputFunc(func() (ast.Value, error) {
+		return nil, errors.New("boom")
+	}))
+	if !errors.Is(err, ErrEvaluation) {
+		t.Fatalf("build failure: %v, want ErrEvaluation", err)
+	}
+	if _, err := current(t, e).Decide(ctx, nil); !errors.Is(err, ErrEvaluation) {
+		t.Fatalf("no input at all: %v, want ErrEvaluation", err)
+	}
 }

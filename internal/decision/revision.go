@@ -124,6 +124,17 @@ func (r *Revision) eval(ctx context.Context, ep entrypoint, input ast.Value, opt
 		}
 		r.m.cache[ep][cacheMiss].Inc()
 	}
+	if input == nil && o.build != nil {
+		var err error
+		if input, err = o.build(); err != nil {
+			r.m.errors[ep][kindEvaluation].Inc()
+			return nil, fmt.Errorf("%w: %s: building the input: %w", ErrEvaluation, ep, err)
+		}
+	}
+	if input == nil {
+		r.m.errors[ep][kindEvaluation].Inc()
+		return nil, fmt.Errorf("%w: %s: no input", ErrEvaluation, ep)
+	}
 	v, err := r.evalQuery(ctx, ep, input)
 	if err == nil && c != nil && o.hasKey {
 		c.put(o.key, v)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -92,10 +93,9 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		return nil, fmt.Errorf("prepare %s: digest: %w", spec.Name, err)
 	}
 	doc["digest"] = digest
-	input, err := ast.InterfaceToValue(doc)
-	if err != nil {
-		return nil, fmt.Errorf("prepare %s: policy input: %w", spec.Name, err)
-	}
+	// doc is frozen from here on, so converting it later is converting it
+	// now.
+	input := sync.OnceValues(func() (ast.Value, error) { return ast.InterfaceToValue(doc) })
 	return &Prepared{
 		tool:      c.Tool,
 		env:       c.Env,
