@@ -160,7 +160,9 @@ func TestResponsesFollowTheModelFacingRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := reply(tt.status, tt.body)
 			if tt.status == 302 {
-				h = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound) }
+				h = func(w http.ResponseWriter, r *http.Request) {
+					http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
+				}
 			}
 			tool, _, got := newTool(t, h, nil)
 			plan, err := tool.Prepare(context.Background(), env, map[string]any{"service_id": "checkout"})
