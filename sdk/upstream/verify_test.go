@@ -159,7 +159,9 @@ func TestHandleAnswersInTheGatewaysShapes(t *testing.T) {
 		{"model-facing error", func() *http.Request { return iss.Request("/", alice(), map[string]any{"service_id": "none"}) }, 422, `{"tool_error":"No maintenance window is scheduled."}`},
 		{"permanent failure", func() *http.Request { return iss.Request("/", alice(), map[string]any{"service_id": "gone"}) }, 409, `{"permanent":true,"detail":"permanent failure: service decommissioned"}`},
 		{"internal error says nothing", func() *http.Request { return iss.Request("/", alice(), map[string]any{"service_id": "x"}) }, 500, `{"error":"internal"}`},
-		{"unknown argument", func() *http.Request { return iss.Request("/", alice(), map[string]any{"service_id": "checkout", "tenant": "globex"}) }, 400, `{"error":"invalid arguments"}`},
+		{"unknown argument", func() *http.Request {
+			return iss.Request("/", alice(), map[string]any{"service_id": "checkout", "tenant": "globex"})
+		}, 400, `{"error":"invalid arguments"}`},
 		{"no assertion", func() *http.Request {
 			r := iss.Request("/", alice(), map[string]any{"service_id": "checkout"})
 			r.Header.Del(upstream.AssertionHeader)
