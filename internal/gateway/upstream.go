@@ -35,8 +35,17 @@ func (g *Gateway) loadAssertionSigner() (*assertion.Signer, error) {
 // addUpstreamTools registers the configured upstream tools after the
 // built-ins, in declaration order.
 func (g *Gateway) addUpstreamTools(reg *tools.Registry, signer *assertion.Signer) error {
+	builtin := map[string]bool{}
+	for _, n := range BuiltinNames() {
+		builtin[n] = true
+	}
 	for i, u := range g.cfg.Tools.Upstream {
 		key := fmt.Sprintf("tools.upstream[%d]", i)
+		// Policies (the default pack's included) judge built-ins by name: an
+		// upstream tool must never be mistaken for one, configured or not.
+		if builtin[u.Name] {
+			return &config.Error{File: g.cfg.File, Key: key + ".name", Problem: fmt.Sprintf("%q is the name of a built-in tool", u.Name)}
+		}
 		if signer == nil {
 			return &config.Error{File: g.cfg.File, Key: "auth.assertion.signing_key_file", Problem: "required when tools.upstream declares tools"}
 		}
