@@ -128,7 +128,6 @@ func New(d Declaration, signer Signer) (*Tool, error) {
 		MaxConnsPerHost:        d.MaxConcurrent,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    d.Timeout,
-		ResponseHeaderTimeout:  d.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	t.client = &http.Client{
