@@ -100,12 +100,10 @@ func (f *fakeService) received() []received {
 	return append([]received(nil), f.calls...)
 }
 
-// startWithUpstream runs a gateway declaring maintenance-window against a
-// fake service.
-func startWithUpstream(t *testing.T) (*harness, *fakeService) {
-	t.Helper()
-	svc := newFakeService(t)
-	h := start(t, func(s *setup) {
+// withUpstream declares maintenance-window, served at url, and the
+// assertion key.
+func withUpstream(url string) func(*setup) {
+	return func(s *setup) {
 		s.authYAML = "  assertion:\n    signing_key_file: keys/assertion.pem\n"
 		s.toolsYAML = `tools:
   builtin: [read-file]
@@ -118,13 +116,21 @@ func startWithUpstream(t *testing.T) (*harness, *fakeService) {
       resources:
         - {type: service, id: /service_id}
       endpoint:
-        url: ` + svc.srv.URL + `/maintenance-window
+        url: ` + url + `
         timeout: 2s
         max_concurrent: 4
       limits:
         max_response_bytes: 1024
 `
-	})
+	}
+}
+
+// startWithUpstream runs a gateway declaring maintenance-window against a
+// fake service.
+func startWithUpstream(t *testing.T) (*harness, *fakeService) {
+	t.Helper()
+	svc := newFakeService(t)
+	h := start(t, withUpstream(svc.srv.URL+"/maintenance-window"))
 	v, err := upstream.NewVerifier(upstream.Options{JWKSURL: h.base + "/.well-known/jwks.json", Audience: "maintenance-window"})
 	if err != nil {
 		t.Fatal(err)
