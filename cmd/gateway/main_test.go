@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -91,5 +93,23 @@ func TestPolicyCheckReportsContractProblems(t *testing.T) {
 	code, out, _ := runCLI(t, "policy", "check", dir)
 	if code != 1 || !strings.Contains(out, "a.rego:3") || !strings.Contains(out, "input.args") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// serve raises the GC target unless the operator set GOGC.
+func TestTuneGCRespectsGOGC(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+
+	t.Setenv("GOGC", "150") // registers the restore; GOGC is set now
+	tuneGC(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("with GOGC set, tuneGC changed the target to %d", got)
+	}
+	os.Unsetenv("GOGC")
+	tuneGC(log)
+	if got := debug.SetGCPercent(100); got != serveGCPercent {
+		t.Fatalf("without GOGC the target is %d, want %d", got, serveGCPercent)
 	}
 }

@@ -16,6 +16,7 @@ type Config struct {
 	Tools   Tools             `yaml:"tools"`
 	Limits  Limits            `yaml:"limits"`
 	Log     Log               `yaml:"log"`
+	Debug   Debug             `yaml:"debug"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -26,6 +27,11 @@ type Policy struct {
 	Dir            string        `yaml:"dir"`             // absolute after Load
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
+	// DecisionCache is how many policy results each revision remembers
+	// per entrypoint (default 4096; 0 turns the cache off). Only used when
+	// the revision's policy is deterministic and ignores call_id and
+	// digest; see the README.
+	DecisionCache int `yaml:"decision_cache"`
 }
 
 // WatchEnabled reports whether the policy folder is hot-reloaded. After
@@ -104,4 +110,12 @@ type Limits struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error, default info
 	Format string `yaml:"format"` // text | json, default text
+}
+
+// Debug configures diagnostics that are off by default.
+type Debug struct {
+	// PprofListen, when set, serves net/http/pprof on this loopback
+	// address (a separate listener, no authentication): for profiling the
+	// gateway under load. Only loopback hosts are accepted.
+	PprofListen string `yaml:"pprof_listen"`
 }

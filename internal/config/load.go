@@ -19,6 +19,7 @@ import (
 const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultReloadDebounce = 250 * time.Millisecond
+	DefaultDecisionCache  = 4096
 	DefaultAuditDriver    = "sqlite"
 	DefaultAuditDSN       = "var/audit.db" // sqlite only
 	DefaultQueueSize      = 4096
@@ -91,7 +92,7 @@ func defaults() *Config {
 	watch := true
 	return &Config{
 		Listen: DefaultListen,
-		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce},
+		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce, DecisionCache: DefaultDecisionCache},
 		Audit: Audit{
 			Driver:    DefaultAuditDriver,
 			QueueSize: DefaultQueueSize,

@@ -28,6 +28,10 @@ type Options struct {
 	Debounce time.Duration
 	// Now is the clock for LoadedAt and LastErrorAt; default time.Now.
 	Now func() time.Time
+	// CacheSize is how many results each revision remembers per
+	// entrypoint for evaluations given a key (WithCacheKey); 0 disables
+	// the decision cache.
+	CacheSize int
 }
 
 // Status describes the engine's policy for operators.
@@ -50,6 +54,7 @@ type Engine struct {
 	now      func() time.Time
 	debounce time.Duration
 	m        *metrics
+	cacheMax int
 
 	cur    atomic.Pointer[Revision]
 	loadMu sync.Mutex // one load at a time
@@ -68,6 +73,7 @@ func NewEngine(opts Options) *Engine {
 		now:      opts.Now,
 		debounce: opts.Debounce,
 		m:        newMetrics(opts.Registerer),
+		cacheMax: opts.CacheSize,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -165,7 +171,7 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		}
 		return nil, &LoadError{Problems: problemsOf(err)}
 	}
-	return &Revision{
+	rev := &Revision{
 		id:       src.id(),
 		digest:   src.digest,
 		loadedAt: e.now(),
@@ -173,5 +179,19 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		queries:  queries,
 		m:        e.m,
 		log:      e.log,
-	}, nil
+	}
+	if e.cacheMax > 0 {
+		deterministic, perCallFree, reason := cacheability(c.compiler)
+		for ep := range numEntrypoints {
+			// The availability input has no per-call members.
+			if deterministic && (ep == epAvailability || perCallFree) {
+				rev.cache[ep] = newResultCache(e.cacheMax)
+			}
+		}
+		if reason != "" {
+			e.log.Info("decision cache limited by the policy", "revision", rev.id, "reason", reason,
+				"availability", rev.cache[epAvailability] != nil, "authorization", rev.cache[epAuthz] != nil)
+		}
+	}
+	return rev, nil
 }

@@ -95,6 +95,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	// Policy.
 	g.engine = decision.NewEngine(decision.Options{
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
+		CacheSize: cfg.Policy.DecisionCache,
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.
@@ -202,6 +203,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// Stopped before Serve returns, so that Close never closes the
 		// store under a prune.
 		defer func() { stop(); <-done }()
+	}
+	if addr := g.cfg.Debug.PprofListen; addr != "" {
+		stop, err := g.servePprof(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -95,16 +96,15 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		plan.Resources[i] = deepCopy(map[string]any(r)).(map[string]any)
 	}
 	doc := requestDocument(c.Identity, c.SessionID, c.CallID, spec, plan)
-	digest, err := Digest(doc)
+	digest, key, err := digestAndKey(doc)
 	if err != nil {
 		return nil, fmt.Errorf("prepare %s: digest: %w", spec.Name, err)
 	}
 	doc["digest"] = digest
 	env.RequestDigest = digest
-	input, err := ast.InterfaceToValue(doc)
-	if err != nil {
-		return nil, fmt.Errorf("prepare %s: policy input: %w", spec.Name, err)
-	}
+	// doc is frozen from here on, so converting it later is converting it
+	// now.
+	input := sync.OnceValues(func() (ast.Value, error) { return ast.InterfaceToValue(doc) })
 	return &Prepared{
 		tool:      c.Tool,
 		env:       &env,
@@ -112,6 +112,7 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		sessionID: c.SessionID,
 		doc:       doc,
 		digest:    digest,
+		key:       key,
 		input:     input,
 		artifact:  plan.Artifact,
 	}, nil
