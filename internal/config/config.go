@@ -56,6 +56,9 @@ type Audit struct {
 type Auth struct {
 	JWT     JWT      `yaml:"jwt"`
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Assertion configures the identity assertions the gateway signs for
+	// upstream tools.
+	Assertion Assertion `yaml:"assertion"`
 }
 
 // JWT configures bearer JWT verification.
@@ -90,6 +93,9 @@ type Tenant struct {
 // Tools selects the tools the gateway offers.
 type Tools struct {
 	Builtin []string `yaml:"builtin"`
+	// Upstream declares application tools served by HTTP services, listed
+	// after the built-ins in declaration order.
+	Upstream []Upstream `yaml:"upstream"`
 }
 
 // Limits are request-level ceilings.

@@ -76,6 +76,7 @@ func Load(file string) (*Config, error) {
 	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
 		cfg.Audit.DSN = DefaultAuditDSN
 	}
+	applyUpstreamDefaults(cfg)
 	resolvePaths(cfg, filepath.Dir(abs))
 	v := &validator{p: p, lines: d.lines}
 	v.config(cfg)
@@ -103,7 +104,7 @@ func defaults() *Config {
 			RolesClaim:  DefaultRolesClaim,
 			GroupsClaim: DefaultGroupsClaim,
 			Leeway:      DefaultLeeway,
-		}},
+		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
 			MaxArgDepth:    DefaultMaxArgDepth,

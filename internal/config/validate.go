@@ -54,7 +54,7 @@ func (v *validator) config(c *Config) {
 	v.audit(c.Audit)
 	v.tenants(c.Tenants)
 	v.auth(c.Auth, c.Tenants)
-	v.tools(c.Tools)
+	v.upstreams(c, v.tools(c.Tools))
 	v.limits(c.Limits)
 	v.log(c.Log)
 	v.debug(c.Debug)
@@ -286,8 +286,11 @@ func (v *validator) nonEmptyStrings(key string, list []string) {
 	}
 }
 
-func (v *validator) tools(t Tools) {
+// tools checks the built-in list and returns the names it declares, by
+// key, for the upstream checks.
+func (v *validator) tools(t Tools) map[string]string {
 	seen := map[string]int{}
+	names := map[string]string{}
 	for i, name := range t.Builtin {
 		key := fmt.Sprintf("tools.builtin[%d]", i)
 		if !toolName.MatchString(name) {
@@ -299,7 +302,9 @@ func (v *validator) tools(t Tools) {
 			continue
 		}
 		seen[name] = i
+		names[name] = fmt.Sprintf("tools.builtin[%d]", i)
 	}
+	return names
 }
 
 func (v *validator) limits(l Limits) {

@@ -113,6 +113,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	signer, err := g.loadAssertionSigner()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.addUpstreamTools(reg, signer); err != nil {
+		return nil, err
+	}
+	var jwks []byte
+	if signer != nil {
+		jwks = signer.JWKS()
+	}
 
 	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
 		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
@@ -136,7 +147,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
-		Confinement: g.confinementReport(),
+		Confinement: g.confinementReport(), JWKS: jwks,
 	}).Handler()
 	return g, nil
 }

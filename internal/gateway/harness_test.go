@@ -43,6 +43,7 @@ type setup struct {
 	policy    func(dir string)  // edits the copied policy folder
 	files     map[string]string // extra workspace files, "tenant/path"
 	toolsYAML string            // replaces the default tools section
+	authYAML  string            // added under auth: (indented two spaces)
 }
 
 var (
@@ -113,14 +114,14 @@ audit:
 auth:
   jwt:
     hs256_secret_file: secret
-tenants:
+%stenants:
   acme:
     workspace: ws/acme
   globex:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.toolsYAML, s.extraYAML)
+%s`, s.authYAML, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

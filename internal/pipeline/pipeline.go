@@ -105,6 +105,9 @@ type Response struct {
 	IsError       bool
 	Data          map[string]any
 	RequestDigest string
+	// Permanent: the tool ran and declared a permanent failure (outcome
+	// tool_error); the API ends the run with a non-200 status.
+	Permanent bool
 }
 
 // Spec lists the tools the availability policy offers id, in declaration
@@ -281,6 +284,7 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		p.o.Logger.Error("result event not written", "tenant", id.Tenant, "call_id", c.callID, "decision_id", c.decisionID, "err", err)
 	}
 	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
+	resp.Permanent = out.Permanent
 	return resp, nil
 }
 
