@@ -114,14 +114,11 @@ type template struct {
 
 // newTemplate encodes ev, whose Seq must be 0 and PrevHash and Hash empty.
 func newTemplate(ev *Event) (template, error) {
-	b, err := json.Marshal(ev)
+	b, err := canonicalEvent(ev)
 	if err != nil {
 		return template{}, err
 	}
 	v := jsontext.Value(b)
-	if err := v.Canonicalize(); err != nil {
-		return template{}, err
-	}
 	t := template{b: v, hashName: -1, hashVal: -1, prevVal: -1, seqVal: -1}
 	dec := jsontext.NewDecoder(bytes.NewReader(v))
 	if _, err := dec.ReadToken(); err != nil {

@@ -1,0 +1,91 @@
+package audit
+
+import (
+	"github.com/toolgate/toolgate/internal/canonical"
+)
+
+// canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
+// members in sorted order, with the same omissions as json.Marshal of the
+// struct (client, obligations and result when empty; nil slices and maps
+// as [] and {}). chain_test.go checks it against marshal + Canonicalize.
+func canonicalEvent(ev *Event) ([]byte, error) {
+	b := make([]byte, 0, 2048)
+	var err error
+	str := func(name, v string) {
+		if err != nil {
+			return
+		}
+		b = append(b, ',')
+		b = append(b, name...)
+		b, err = canonical.AppendString(b, v)
+	}
+	val := func(name string, v any) {
+		if err != nil {
+			return
+		}
+		b = append(b, ',')
+		b = append(b, name...)
+		b, err = canonical.Append(b, v)
+	}
+	// Names are written pre-quoted, with their colon, in RFC 8785 order.
+	b = append(b, '{')
+	b = append(b, `"action":`...)
+	if b, err = canonical.AppendString(b, ev.Action); err != nil {
+		return nil, err
+	}
+	str(`"call_id":`, ev.CallID)
+	str(`"chain":`, ev.Chain)
+	if ev.Client != "" {
+		str(`"client":`, ev.Client)
+	}
+	str(`"decision_id":`, ev.DecisionID)
+	if ev.DurationsUS == nil {
+		val(`"durations_us":`, map[string]any{})
+	} else {
+		val(`"durations_us":`, ev.DurationsUS)
+	}
+	str(`"hash":`, ev.Hash)
+	str(`"id":`, ev.ID)
+	if ev.Input == nil {
+		val(`"input":`, map[string]any{})
+	} else {
+		val(`"input":`, ev.Input)
+	}
+	if len(ev.Obligations) > 0 {
+		val(`"obligations":`, ev.Obligations)
+	}
+	str(`"outcome":`, ev.Outcome)
+	str(`"phase":`, ev.Phase)
+	str(`"policy_revision":`, ev.PolicyRevision)
+	str(`"prev_hash":`, ev.PrevHash)
+	str(`"principal":`, ev.Principal)
+	if ev.Reasons == nil {
+		val(`"reasons":`, []string{})
+	} else {
+		val(`"reasons":`, ev.Reasons)
+	}
+	str(`"request_digest":`, ev.RequestDigest)
+	if r := ev.Result; r != nil && err == nil {
+		b = append(b, `,"result":{"bytes":`...)
+		b, err = canonical.Append(b, int64(r.Bytes))
+		if r.Error != "" {
+			str(`"error":`, r.Error)
+		}
+		if err == nil {
+			b = append(b, `,"is_error":`...)
+			b, err = canonical.Append(b, r.IsError)
+			b = append(b, `,"truncated":`...)
+			b, err = canonical.Append(b, r.Truncated)
+			b = append(b, '}')
+		}
+	}
+	val(`"seq":`, ev.Seq)
+	str(`"session_id":`, ev.SessionID)
+	str(`"tenant":`, ev.Tenant)
+	str(`"time":`, ev.Time)
+	str(`"tool":`, ev.Tool)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
