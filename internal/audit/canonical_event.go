@@ -9,7 +9,19 @@ import (
 // struct (client, obligations and result when empty; nil slices and maps
 // as [] and {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
+	b, _, err := canonicalEventAt(ev)
+	return b, err
+}
+
+// eventOffsets locate the chain-link members in canonical event bytes, as
+// template needs them.
+type eventOffsets struct{ hashName, hashVal, prevVal, seqVal int }
+
+// canonicalEventAt is canonicalEvent that also reports where it wrote the
+// hash, prev_hash and seq members.
+func canonicalEventAt(ev *Event) ([]byte, eventOffsets, error) {
 	b := make([]byte, 0, 2048)
+	var at eventOffsets
 	var err error
 	str := func(name, v string) {
 		if err != nil {
@@ -31,7 +43,7 @@ func canonicalEvent(ev *Event) ([]byte, error) {
 	b = append(b, '{')
 	b = append(b, `"action":`...)
 	if b, err = canonical.AppendString(b, ev.Action); err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	str(`"call_id":`, ev.CallID)
 	str(`"chain":`, ev.Chain)
@@ -44,6 +56,8 @@ func canonicalEvent(ev *Event) ([]byte, error) {
 	} else {
 		val(`"durations_us":`, ev.DurationsUS)
 	}
+	at.hashName = len(b) + 1 // after the comma
+	at.hashVal = at.hashName + len(`"hash":`)
 	str(`"hash":`, ev.Hash)
 	str(`"id":`, ev.ID)
 	if ev.Input == nil {
@@ -57,6 +71,7 @@ func canonicalEvent(ev *Event) ([]byte, error) {
 	str(`"outcome":`, ev.Outcome)
 	str(`"phase":`, ev.Phase)
 	str(`"policy_revision":`, ev.PolicyRevision)
+	at.prevVal = len(b) + 1 + len(`"prev_hash":`)
 	str(`"prev_hash":`, ev.PrevHash)
 	str(`"principal":`, ev.Principal)
 	if ev.Reasons == nil {
@@ -79,13 +94,14 @@ func canonicalEvent(ev *Event) ([]byte, error) {
 			b = append(b, '}')
 		}
 	}
+	at.seqVal = len(b) + 1 + len(`"seq":`)
 	val(`"seq":`, ev.Seq)
 	str(`"session_id":`, ev.SessionID)
 	str(`"tenant":`, ev.Tenant)
 	str(`"time":`, ev.Time)
 	str(`"tool":`, ev.Tool)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), at, nil
 }
