@@ -44,6 +44,7 @@ type setup struct {
 	files     map[string]string // extra workspace files, "tenant/path"
 	toolsYAML string            // replaces the default tools section
 	authYAML  string            // added under auth: (indented two spaces)
+	cacheSize *int              // policy.decision_cache when set
 }
 
 var (
@@ -104,11 +105,15 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	must(t, os.Symlink(filepath.Join(dir, "outside", "secret.txt"), filepath.Join(dir, "ws", "acme", "abs-link")))
 	must(t, os.Symlink("docs/guide.md", filepath.Join(dir, "ws", "acme", "guide-link")))
 
+	policyYAML := ""
+	if s.cacheSize != nil {
+		policyYAML = fmt.Sprintf("  decision_cache: %d\n", *s.cacheSize)
+	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:
   dir: policies
   reload_debounce: 20ms
-audit:
+%saudit:
   driver: sqlite
   dsn: audit.db
 auth:
@@ -121,7 +126,7 @@ auth:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.authYAML, s.toolsYAML, s.extraYAML)
+%s`, policyYAML, s.authYAML, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)
