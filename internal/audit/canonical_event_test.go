@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -60,5 +61,80 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 	bad.Tool = "\xff"
 	if _, err := canonicalEvent(bad); err == nil {
 		t.Fatal("invalid UTF-8 accepted")
+	}
+}
+
+// fill sets every exported field of the struct v points to (recursively
+// through pointers to structs) to a non-zero value.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !v.Type().Field(i).IsExported() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x-" + v.Type().Field(i).Name)
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			f.SetInt(7)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Float64:
+			f.SetFloat(1.5)
+		case reflect.Slice:
+			s := reflect.MakeSlice(f.Type(), 1, 1)
+			if e := s.Index(0); e.Kind() == reflect.String {
+				e.SetString("r")
+			} else if e.Kind() == reflect.Struct {
+				fill(t, e)
+			}
+			f.Set(s)
+		case reflect.Map:
+			m := reflect.MakeMap(f.Type())
+			val := reflect.New(f.Type().Elem()).Elem()
+			switch val.Kind() {
+			case reflect.Interface:
+				val.Set(reflect.ValueOf("v"))
+			case reflect.Int64, reflect.Int:
+				val.SetInt(3)
+			case reflect.String:
+				val.SetString("v")
+			}
+			m.SetMapIndex(reflect.ValueOf("k"), val)
+			f.Set(m)
+		case reflect.Pointer:
+			p := reflect.New(f.Type().Elem())
+			if p.Elem().Kind() == reflect.Struct {
+				fill(t, p.Elem())
+			}
+			f.Set(p)
+		case reflect.Struct:
+			fill(t, f)
+		default:
+			t.Fatalf("fill: field %s of kind %s: teach this test about it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// Every field of Event, present or new, must reach the hashed bytes: a
+// field the one-pass writer forgot would silently fall out of the chain.
+func TestCanonicalEventCoversEveryField(t *testing.T) {
+	var ev Event
+	fill(t, reflect.ValueOf(&ev).Elem())
+	raw, err := json.Marshal(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jsontext.Value(raw)
+	if err := want.Canonicalize(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := canonicalEvent(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("a field is missing or different:\n got %s\nwant %s", got, want)
 	}
 }
