@@ -85,6 +85,7 @@ go build -o "$tmp/gateway" ./cmd/gateway
 go build -o "$tmp/opa" github.com/open-policy-agent/opa
 go build -o "$tmp/loadgen" ./bench/loadgen
 go build -o "$tmp/directread" ./bench/directread
+go build -o "$tmp/fsynclat" ./bench/fsynclat
 
 opa_port=$(free_port)
 gw_port=$(free_port)
@@ -250,6 +251,8 @@ END {
 	}
 }' "$results"
 [ -z "$RATES" ] || echo "Open loop: latency measured from each request's scheduled send time (no coordinated omission)."
+echo "Disk under the audit database: $("$tmp/fsynclat" "$tmp")"
+echo "  (a call commits its decision event before the effect: C - D can never be below one of these)"
 
 has_phase() { case " $PHASES " in *" $1 "*) return 0 ;; esac; return 1; }
 
