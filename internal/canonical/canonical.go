@@ -139,7 +139,8 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 }
 
 func appendMap(b []byte, m map[string]any) ([]byte, error) {
-	keys := sortedKeys(m)
+	var buf [16]string // most objects are small: sort their names on the stack
+	keys := sortedKeysInto(buf[:0], m)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -166,7 +167,11 @@ func appendMember(b []byte, name string) ([]byte, error) {
 // section 3.2.3). For names without code points at or above U+E000, UTF-8
 // byte order is the same order, and comparing strings is enough.
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+	return sortedKeysInto(make([]string, 0, len(m)), m)
+}
+
+// sortedKeysInto is sortedKeys appending to keys.
+func sortedKeysInto[V any](keys []string, m map[string]V) []string {
 	simple := true
 	for k := range m {
 		keys = append(keys, k)
