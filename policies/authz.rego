@@ -15,7 +15,9 @@
 #     matching command rule of the caller's roles, and none may be forbidden;
 #   - url resources: never a metadata address, a non-public address only for
 #     the tenant's allow_private_hosts, http only with allow_http, and the
-#     host must match a fetch glob of the caller's roles.
+#     host must match a fetch glob of the caller's roles;
+#   - upstream tools (tool.kind "upstream") may carry service resources only,
+#     each with an id listed in the services of one of the caller's roles.
 # Writes that match approval_write, commands that match an approval rule,
 # commands with shell constructs (where the tenant allows them at all) and
 # POST fetches wait for a human. Broad reads (recursive or folder listings)
@@ -114,7 +116,14 @@ resource_types := {
 
 default expected_types := {"file"}
 
-expected_types := resource_types[input.tool.name]
+expected_types := resource_types[input.tool.name] if not upstream
+
+# Upstream tools declare their resource types in the gateway's config; this
+# pack knows "service" (see below). Another type is denied until a rule
+# judges it.
+expected_types := {"service"} if upstream
+
+upstream if input.tool.kind == "upstream"
 
 deny contains sprintf("this policy only allows %s resources", [concat(" and ", sort(expected_types))]) if {
 	some r in input.resources
@@ -456,6 +465,48 @@ constructs_text(r) := concat(", ", names) if {
 	names := [c | some c in r.constructs; is_string(c)]
 	count(names) > 0
 } else := "other"
+
+# ---------------------------------------------------------------------------
+# Services (upstream tools)
+#
+# A service resource names an application service an upstream tool acts
+# on, by id (built from the arguments, e.g. {type: service, id:
+# /service_id}). Its id must be listed in the services of one of the
+# caller's roles ("*": every service). The denial names only the id the
+# request carried: whether the service exists is the upstream's business,
+# and a denied call never reaches it.
+
+services contains r if {
+	upstream
+	some r in input.resources
+	r.type == "service"
+}
+
+deny contains "a service resource has no id" if {
+	some r in services
+	not is_string(object.get(r, "id", null))
+}
+
+deny contains sprintf("service %s is not allowed for your roles", [capped(r.id)]) if {
+	some r in services
+	is_string(r.id)
+	not service_grants[r]
+}
+
+# service_grants maps each service resource to the reasons that allow it:
+# "allowed: ROLE may use service ID".
+service_grants[r] contains sprintf("allowed: %s may use service %s", [name, capped(r.id)]) if {
+	some r in services
+	is_string(r.id)
+	some name, role in lib.roles
+	some listed in role.services
+	listed in {"*", r.id}
+}
+
+grants contains reason if {
+	some resource_reasons in service_grants
+	some reason in resource_reasons
+}
 
 # ---------------------------------------------------------------------------
 # URLs

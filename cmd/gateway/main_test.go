@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -112,5 +114,23 @@ func TestPolicyCheckReportsToolsNoRuleOffersAndRulesNoTestFires(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `tool "write-file" is enabled`) || !strings.Contains(out, "b.rego:3: rule data.toolgate.authz.decision never produced a value") ||
 		strings.Contains(out, "a.rego:3: rule") {
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+// serve raises the GC target unless the operator set GOGC.
+func TestTuneGCRespectsGOGC(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+
+	t.Setenv("GOGC", "150") // registers the restore; GOGC is set now
+	tuneGC(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("with GOGC set, tuneGC changed the target to %d", got)
+	}
+	os.Unsetenv("GOGC")
+	tuneGC(log)
+	if got := debug.SetGCPercent(100); got != serveGCPercent {
+		t.Fatalf("without GOGC the target is %d, want %d", got, serveGCPercent)
 	}
 }

@@ -31,6 +31,9 @@ type Authenticator struct {
 	keys    *KeySet  // JWKS; nil when not configured
 	methods []string // JWS algorithms the configured keys verify
 	parser  *jwt.Parser
+	cache   *tokenCache // verified JWTs; nil disables
+	now     func() time.Time
+	leeway  time.Duration
 
 	tenantClaim, rolesClaim, groupsClaim string
 
@@ -42,7 +45,14 @@ type Authenticator struct {
 type Option func(*options)
 
 type options struct {
-	now func() time.Time
+	now       func() time.Time
+	cacheSize int
+}
+
+// WithTokenCache sets how many verified JWTs are remembered (default
+// 4096); 0 verifies every token on every request.
+func WithTokenCache(entries int) Option {
+	return func(o *options) { o.cacheSize = entries }
 }
 
 // WithClock sets the clock used for exp and nbf (default time.Now).
@@ -55,7 +65,7 @@ func WithClock(now func() time.Time) Option {
 // EnsureHS256Secret first to create a dev secret), and fails if a key is
 // unusable or no credential kind is configured.
 func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error) {
-	o := options{now: time.Now}
+	o := options{now: time.Now, cacheSize: defaultTokenCacheSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -65,6 +75,9 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error
 		rolesClaim:  orDefault(j.RolesClaim, defaultRolesClaim),
 		groupsClaim: orDefault(j.GroupsClaim, defaultGroupsClaim),
 		tenants:     make(map[string]struct{}, len(cfg.Tenants)),
+		cache:       newTokenCache(o.cacheSize),
+		now:         o.now,
+		leeway:      j.Leeway,
 	}
 	for name := range cfg.Tenants {
 		a.tenants[name] = struct{}{}

@@ -29,12 +29,33 @@ func (a *Authenticator) verifyJWT(token string) (*Identity, error) {
 	if len(a.methods) == 0 {
 		return nil, refuse(ReasonAlgorithm, errors.New("no JWT keys configured"))
 	}
+	now := a.now()
+	if id, ok := a.cache.get(token, now); ok {
+		return id, nil
+	}
 	claims := jwt.MapClaims{}
 	tok, err := a.parser.ParseWithClaims(token, claims, a.keyFunc)
 	if err != nil {
 		return nil, a.classify(tok, err)
 	}
-	return a.identity(claims)
+	id, err := a.identity(claims)
+	if err != nil {
+		return nil, err
+	}
+	// The parser required exp and checked both times with the leeway; the
+	// cache applies the same window to later uses of this token.
+	var e cachedToken
+	e.id = id
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		e.expires = exp.Add(a.leeway)
+	}
+	if nbf, err := claims.GetNotBefore(); err == nil && nbf != nil {
+		e.notBefore = nbf.Add(-a.leeway)
+	}
+	if !e.expires.IsZero() {
+		a.cache.put(token, e, now)
+	}
+	return id, nil
 }
 
 // keyFunc picks the verification key for a token whose alg already passed

@@ -18,6 +18,7 @@ type Config struct {
 	Log     Log               `yaml:"log"`
 	// Approvals configures calls held for a human.
 	Approvals Approvals `yaml:"approvals"`
+	Debug     Debug     `yaml:"debug"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -42,6 +43,11 @@ type Policy struct {
 	PollMaxBackoff time.Duration `yaml:"poll_max_backoff"`
 	// Signing, when set, makes bundle signatures mandatory.
 	Signing *Signing `yaml:"signing"`
+	// DecisionCache is how many policy results each revision remembers
+	// per entrypoint (default 4096; 0 turns the cache off). Only used when
+	// the revision's policy is deterministic and ignores call_id and
+	// digest; see the README.
+	DecisionCache int `yaml:"decision_cache"`
 }
 
 // Signing lists the keys that verify bundle signatures (.signatures.json).
@@ -78,6 +84,9 @@ type Audit struct {
 type Auth struct {
 	JWT     JWT      `yaml:"jwt"`
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Assertion configures the identity assertions the gateway signs for
+	// upstream tools.
+	Assertion Assertion `yaml:"assertion"`
 }
 
 // JWT configures bearer JWT verification.
@@ -112,6 +121,9 @@ type Tenant struct {
 // Tools selects the tools the gateway offers.
 type Tools struct {
 	Builtin []string `yaml:"builtin"`
+	// Upstream declares application tools served by HTTP services, listed
+	// after the built-ins in declaration order.
+	Upstream []Upstream `yaml:"upstream"`
 }
 
 // Limits are request-level ceilings.
@@ -134,4 +146,12 @@ type Approvals struct {
 	// TTL is how long a held call waits for a decision; a policy
 	// obligation (approval_ttl_ms) may shorten it. Default 1h.
 	TTL time.Duration `yaml:"ttl"`
+}
+
+// Debug configures diagnostics that are off by default.
+type Debug struct {
+	// PprofListen, when set, serves net/http/pprof on this loopback
+	// address (a separate listener, no authentication): for profiling the
+	// gateway under load. Only loopback hosts are accepted.
+	PprofListen string `yaml:"pprof_listen"`
 }

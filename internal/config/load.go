@@ -19,6 +19,7 @@ import (
 const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultReloadDebounce = 250 * time.Millisecond
+	DefaultDecisionCache  = 4096
 	DefaultAuditDriver    = "sqlite"
 	DefaultAuditDSN       = "var/audit.db" // sqlite only
 	DefaultQueueSize      = 4096
@@ -78,6 +79,7 @@ func Load(file string) (*Config, error) {
 	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
 		cfg.Audit.DSN = DefaultAuditDSN
 	}
+	applyUpstreamDefaults(cfg)
 	resolvePaths(cfg, filepath.Dir(abs))
 	v := &validator{p: p, lines: d.lines}
 	v.config(cfg)
@@ -93,7 +95,7 @@ func defaults() *Config {
 	watch := true
 	return &Config{
 		Listen: DefaultListen,
-		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce,
+		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce, DecisionCache: DefaultDecisionCache,
 			PollInterval: DefaultPollInterval, PollMaxBackoff: DefaultPollMaxBackoff},
 		Audit: Audit{
 			Driver:    DefaultAuditDriver,
@@ -106,7 +108,7 @@ func defaults() *Config {
 			RolesClaim:  DefaultRolesClaim,
 			GroupsClaim: DefaultGroupsClaim,
 			Leeway:      DefaultLeeway,
-		}},
+		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
 			MaxArgDepth:    DefaultMaxArgDepth,

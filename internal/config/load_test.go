@@ -175,7 +175,10 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"aliases rejected", replace("  builtin: [read-file, write-file]", "  builtin: &x [read-file]\nlog:\n  level: *x"), 21, "log.level", "aliases are not supported"},
 		{"jwks file missing",
 			replace("    hs256_secret_file: var/dev-jwt-secret", "    jwks_file: keys.json"), 9, "auth.jwt.jwks_file", "no such file"},
+		{"negative decision cache", replace("  dir: policies", "  dir: policies\n  decision_cache: -1"), 4, "policy.decision_cache", "must be 0 (off)"},
 		{"bad log level", goodYAML + "log:\n  level: loud\n", 21, "log.level", `got "loud"`},
+		{"pprof on a public address", goodYAML + "debug:\n  pprof_listen: \"0.0.0.0:6060\"\n", 21, "debug.pprof_listen", "must be a loopback address"},
+		{"pprof without port", goodYAML + "debug:\n  pprof_listen: localhost\n", 21, "debug.pprof_listen", "must be host:port"},
 		{"null list item", replace("[read-file, write-file]", "[read-file, ~]"), 19, "tools.builtin[1]", "empty list item"},
 		{"boolean expected", replace("  dir: policies", "  dir: policies\n  watch: sometimes"), 4, "policy.watch", "expected true or false"},
 	}
@@ -291,6 +294,7 @@ audit:    # null section keeps its defaults
 		{"limits.max_arg_depth", cfg.Limits.MaxArgDepth, 32},
 		{"limits.default_timeout", cfg.Limits.DefaultTimeout, 30 * time.Second},
 		{"limits.max_output_bytes", cfg.Limits.MaxOutputBytes, 65536},
+		{"policy.decision_cache", cfg.Policy.DecisionCache, 4096},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
 		{"file", cfg.File, file},

@@ -33,6 +33,10 @@ func resolvePaths(cfg *Config, base string) {
 	}
 	cfg.Auth.JWT.HS256SecretFile = abs(cfg.Auth.JWT.HS256SecretFile)
 	cfg.Auth.JWT.JWKSFile = abs(cfg.Auth.JWT.JWKSFile)
+	cfg.Auth.Assertion.SigningKeyFile = abs(cfg.Auth.Assertion.SigningKeyFile)
+	for i, f := range cfg.Auth.Assertion.PublishedKeyFiles {
+		cfg.Auth.Assertion.PublishedKeyFiles[i] = abs(f)
+	}
 	for name, t := range cfg.Tenants {
 		t.Workspace = abs(t.Workspace)
 		t.Seed = abs(t.Seed)

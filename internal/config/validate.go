@@ -54,10 +54,11 @@ func (v *validator) config(c *Config) {
 	v.audit(c.Audit)
 	v.tenants(c.Tenants)
 	v.auth(c.Auth, c.Tenants)
-	v.tools(c.Tools)
+	v.upstreams(c, v.tools(c.Tools))
 	v.limits(c.Limits)
 	v.log(c.Log)
 	v.approvals(c.Approvals)
+	v.debug(c.Debug)
 }
 
 // bundleAlgorithms are the signature algorithms OPA verifies bundles with.
@@ -107,16 +108,44 @@ func (v *validator) approvals(a Approvals) {
 }
 
 func (v *validator) listen(addr string) {
+	v.address("listen", addr)
+}
+
+// address checks a host:port listen address under key and returns its host
+// ("" when malformed).
+func (v *validator) address(key, addr string) (string, bool) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		v.add("listen", "must be host:port, e.g. \"127.0.0.1:8080\", got %q", addr)
-		return
+		v.add(key, "must be host:port, e.g. \"127.0.0.1:8080\", got %q", addr)
+		return "", false
 	}
+	ok := true
 	if strings.ContainsAny(host, " \t") {
-		v.add("listen", "invalid host %q", host)
+		v.add(key, "invalid host %q", host)
+		ok = false
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		v.add("listen", "port must be a number from 0 to 65535, got %q", port)
+		v.add(key, "port must be a number from 0 to 65535, got %q", port)
+		ok = false
+	}
+	return host, ok
+}
+
+// debug checks the diagnostics settings: pprof exposes heap contents, so it
+// may listen only on loopback.
+func (v *validator) debug(d Debug) {
+	if d.PprofListen == "" {
+		return
+	}
+	host, ok := v.address("debug.pprof_listen", d.PprofListen)
+	if !ok {
+		return
+	}
+	if host == "localhost" {
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		v.add("debug.pprof_listen", "must be a loopback address (127.0.0.1, ::1 or localhost), got %q", host)
 	}
 }
 
@@ -133,6 +162,9 @@ func (v *validator) policy(p Policy) {
 	}
 	if p.Signing != nil && p.Bundle == "" {
 		v.add("policy.signing", "only applies to policy.bundle")
+	}
+	if p.DecisionCache < 0 {
+		v.add("policy.decision_cache", "must be 0 (off) or a positive number of entries, got %d", p.DecisionCache)
 	}
 	if p.ReloadDebounce < 0 {
 		v.add("policy.reload_debounce", "must not be negative")
@@ -320,8 +352,11 @@ func (v *validator) nonEmptyStrings(key string, list []string) {
 	}
 }
 
-func (v *validator) tools(t Tools) {
+// tools checks the built-in list and returns the names it declares, by
+// key, for the upstream checks.
+func (v *validator) tools(t Tools) map[string]string {
 	seen := map[string]int{}
+	names := map[string]string{}
 	for i, name := range t.Builtin {
 		key := fmt.Sprintf("tools.builtin[%d]", i)
 		if !toolName.MatchString(name) {
@@ -333,7 +368,9 @@ func (v *validator) tools(t Tools) {
 			continue
 		}
 		seen[name] = i
+		names[name] = fmt.Sprintf("tools.builtin[%d]", i)
 	}
+	return names
 }
 
 func (v *validator) limits(l Limits) {

@@ -31,6 +31,10 @@ type Options struct {
 	// Bundle, when set, is the policy source instead of Dir: an OPA bundle
 	// file or bundle server URL (see BundleOptions).
 	Bundle *BundleOptions
+	// CacheSize is how many results each revision remembers per
+	// entrypoint for evaluations given a key (WithCacheKey); 0 disables
+	// the decision cache.
+	CacheSize int
 }
 
 // Status describes the engine's policy for operators.
@@ -53,6 +57,7 @@ type Engine struct {
 	now      func() time.Time
 	debounce time.Duration
 	m        *metrics
+	cacheMax int
 
 	cur    atomic.Pointer[Revision]
 	loadMu sync.Mutex // one load at a time
@@ -75,6 +80,7 @@ func NewEngine(opts Options) *Engine {
 		debounce: opts.Debounce,
 		m:        newMetrics(opts.Registerer),
 		bundle:   opts.Bundle,
+		cacheMax: opts.CacheSize,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -179,7 +185,7 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		}
 		return nil, &LoadError{Problems: problemsOf(err)}
 	}
-	return &Revision{
+	rev := &Revision{
 		id:       src.id(),
 		digest:   src.digest,
 		loadedAt: e.now(),
@@ -188,5 +194,19 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		compiled: c,
 		m:        e.m,
 		log:      e.log,
-	}, nil
+	}
+	if e.cacheMax > 0 {
+		deterministic, perCallFree, reason := cacheability(c.compiler)
+		for ep := range numEntrypoints {
+			// The availability input has no per-call members.
+			if deterministic && (ep == epAvailability || perCallFree) {
+				rev.cache[ep] = newResultCache(e.cacheMax)
+			}
+		}
+		if reason != "" {
+			e.log.Info("decision cache limited by the policy", "revision", rev.id, "reason", reason,
+				"availability", rev.cache[epAvailability] != nil, "authorization", rev.cache[epAuthz] != nil)
+		}
+	}
+	return rev, nil
 }

@@ -24,7 +24,13 @@ type metrics struct {
 
 	latency [numEntrypoints]prometheus.Observer
 	errors  [numEntrypoints][numKinds]prometheus.Counter
+	cache   [numEntrypoints][2]prometheus.Counter // [cacheHit], [cacheMiss]
 }
+
+const (
+	cacheHit = iota
+	cacheMiss
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,14 +51,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 5e-2},
 	}, []string{"entrypoint"})
 
+	cache := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_policy_decision_cache_total",
+		Help: "Keyed policy evaluations answered from the revision's decision cache (hit) or evaluated and stored (miss), by entrypoint.",
+	}, []string{"entrypoint", "result"})
 	m := &metrics{
 		reloads:  register(reg, reloads),
 		revision: register(reg, revision),
 	}
 	errs = register(reg, errs)
 	latency = register(reg, latency)
+	cache = register(reg, cache)
 	for ep := range numEntrypoints {
 		m.latency[ep] = latency.WithLabelValues(ep.String())
+		m.cache[ep][cacheHit] = cache.WithLabelValues(ep.String(), "hit")
+		m.cache[ep][cacheMiss] = cache.WithLabelValues(ep.String(), "miss")
 		for k := range numKinds {
 			m.errors[ep][k] = errs.WithLabelValues(ep.String(), kindNames[k])
 		}

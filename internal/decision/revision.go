@@ -30,6 +30,7 @@ type Revision struct {
 	// compiled is kept for partial evaluation (replay's Depends); the hot
 	// path never touches it.
 	compiled *compiled
+	cache    [numEntrypoints]*resultCache // nil: not cacheable or disabled
 	m        *metrics
 	log      *slog.Logger
 }
@@ -47,8 +48,8 @@ func (r *Revision) Modules() []Module { return append([]Module(nil), r.modules..
 
 // Available evaluates the availability entrypoint. Undefined means false;
 // a non-boolean result is ErrMalformed and an OPA error is ErrEvaluation.
-func (r *Revision) Available(ctx context.Context, input ast.Value) (bool, error) {
-	v, err := r.eval(ctx, epAvailability, input)
+func (r *Revision) Available(ctx context.Context, input ast.Value, opts ...EvalOption) (bool, error) {
+	v, err := r.eval(ctx, epAvailability, input, opts)
 	if err != nil || v == nil {
 		return false, err
 	}
@@ -62,8 +63,8 @@ func (r *Revision) Available(ctx context.Context, input ast.Value) (bool, error)
 // Decide evaluates the authorization entrypoint. An undefined decision, or
 // one that is not an object with a boolean "allow" and well-typed optional
 // members, is ErrMalformed; an OPA error is ErrEvaluation. Both fail closed.
-func (r *Revision) Decide(ctx context.Context, input ast.Value) (Decision, error) {
-	v, err := r.eval(ctx, epAuthz, input)
+func (r *Revision) Decide(ctx context.Context, input ast.Value, opts ...EvalOption) (Decision, error) {
+	v, err := r.eval(ctx, epAuthz, input, opts)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -80,11 +81,11 @@ func (r *Revision) Decide(ctx context.Context, input ast.Value) (Decision, error
 // Mask evaluates the optional mask entrypoint: JSON pointers into the
 // request document to mask in the audit log. Undefined (or a policy with no
 // mask) is nil; anything but a set or array of strings is ErrMalformed.
-func (r *Revision) Mask(ctx context.Context, input ast.Value) ([]string, error) {
+func (r *Revision) Mask(ctx context.Context, input ast.Value, opts ...EvalOption) ([]string, error) {
 	if r.queries[epMask] == nil {
 		return nil, nil
 	}
-	v, err := r.eval(ctx, epMask, input)
+	v, err := r.eval(ctx, epMask, input, opts)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -95,12 +96,57 @@ func (r *Revision) Mask(ctx context.Context, input ast.Value) ([]string, error) 
 	return ptrs, nil
 }
 
-// eval runs one entrypoint. The result is nil when it is undefined.
-func (r *Revision) eval(ctx context.Context, ep entrypoint, input ast.Value) (ast.Value, error) {
+// Cached reports whether this revision reuses results of an entrypoint
+// ("availability", "authz" or "mask", as in the metrics) for equal keys.
+func (r *Revision) Cached(ep string) bool {
+	for e := range numEntrypoints {
+		if e.String() == ep {
+			return r.cache[e] != nil
+		}
+	}
+	return false
+}
+
+// eval runs one entrypoint, or answers from the revision's cache when the
+// caller gave a key and the revision's policy allows reuse. The result is
+// nil when it is undefined.
+func (r *Revision) eval(ctx context.Context, ep entrypoint, input ast.Value, opts []EvalOption) (ast.Value, error) {
 	if err := ctx.Err(); err != nil {
 		r.m.errors[ep][kindCanceled].Inc()
 		return nil, fmt.Errorf("%w: %s: %w", ErrEvaluation, ep, err)
 	}
+	var o evalOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := r.cache[ep]
+	if c != nil && o.hasKey {
+		if v, ok := c.get(o.key); ok {
+			r.m.cache[ep][cacheHit].Inc()
+			return v, nil
+		}
+		r.m.cache[ep][cacheMiss].Inc()
+	}
+	if input == nil && o.build != nil {
+		var err error
+		if input, err = o.build(); err != nil {
+			r.m.errors[ep][kindEvaluation].Inc()
+			return nil, fmt.Errorf("%w: %s: building the input: %w", ErrEvaluation, ep, err)
+		}
+	}
+	if input == nil {
+		r.m.errors[ep][kindEvaluation].Inc()
+		return nil, fmt.Errorf("%w: %s: no input", ErrEvaluation, ep)
+	}
+	v, err := r.evalQuery(ctx, ep, input)
+	if err == nil && c != nil && o.hasKey {
+		c.put(o.key, v)
+	}
+	return v, err
+}
+
+// evalQuery runs one entrypoint's prepared query.
+func (r *Revision) evalQuery(ctx context.Context, ep entrypoint, input ast.Value) (ast.Value, error) {
 	// context.AfterFunc instead of rego's own goroutine per evaluation.
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)

@@ -101,7 +101,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}
 	g.engine = decision.NewEngine(decision.Options{
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
-		Bundle: bundleSrc,
+		Bundle:    bundleSrc,
+		CacheSize: cfg.Policy.DecisionCache,
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.
@@ -122,6 +123,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	reg, err := g.buildRegistry(ctx)
 	if err != nil {
 		return nil, err
+	}
+	signer, err := g.loadAssertionSigner()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.addUpstreamTools(reg, signer); err != nil {
+		return nil, err
+	}
+	var jwks []byte
+	if signer != nil {
+		jwks = signer.JWKS()
 	}
 
 	approvals, err := OpenApprovalStore(ctx, cfg)
@@ -154,7 +166,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
-		Confinement: g.confinementReport(),
+		Confinement: g.confinementReport(), JWKS: jwks,
 	}).Handler()
 	return g, nil
 }
@@ -226,6 +238,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			g.sweepApprovals(sctx)
 		}()
 		defer func() { stop(); <-done }()
+	}
+	if addr := g.cfg.Debug.PprofListen; addr != "" {
+		stop, err := g.servePprof(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

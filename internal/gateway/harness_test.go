@@ -46,6 +46,8 @@ type setup struct {
 	policyYAML string            // more keys of the policy section, indented by two
 	// policySource replaces "  dir: policies\n" (e.g. with a bundle).
 	policySource string
+	authYAML     string // added under auth: (indented two spaces)
+	cacheSize    *int   // policy.decision_cache when set
 }
 
 var (
@@ -109,6 +111,9 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	if s.policySource == "" {
 		s.policySource = "  dir: policies\n"
 	}
+	if s.cacheSize != nil {
+		s.policyYAML += fmt.Sprintf("  decision_cache: %d\n", *s.cacheSize)
+	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:
 %s  reload_debounce: 20ms
@@ -118,14 +123,14 @@ policy:
 auth:
   jwt:
     hs256_secret_file: secret
-tenants:
+%stenants:
   acme:
     workspace: ws/acme
   globex:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.policySource, s.policyYAML, s.toolsYAML, s.extraYAML)
+%s`, s.policySource, s.policyYAML, s.authYAML, s.toolsYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

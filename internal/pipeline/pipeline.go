@@ -118,6 +118,9 @@ type Response struct {
 	IsError       bool
 	Data          map[string]any
 	RequestDigest string
+	// Permanent: the tool ran and declared a permanent failure (outcome
+	// tool_error); the API ends the run with a non-200 status.
+	Permanent bool
 }
 
 // Spec lists the tools the availability policy offers id, in declaration
@@ -230,14 +233,15 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	// Decide on exactly the document whose digest is audited and whose
 	// artifact runs.
 	t0 = time.Now()
-	shadow := p.o.Shadow.start(ctx, prep.PolicyInput())
-	dec, err := rev.Decide(ctx, prep.PolicyInput())
+	shadow := p.o.Shadow.start(ctx, prep.PolicyInput)
+	key, in := decision.WithCacheKey(prep.PolicyKey()), decision.WithInputFunc(prep.PolicyInput)
+	dec, err := rev.Decide(ctx, nil, key, in)
 	if err != nil {
 		p.stage("decide", c, t0)
 		p.o.Logger.Error("authorization failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
 		return Response{}, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
-	mask, err := rev.Mask(ctx, prep.PolicyInput())
+	mask, err := rev.Mask(ctx, nil, key, in)
 	p.stage("decide", c, t0)
 	if err != nil {
 		p.o.Logger.Error("audit mask failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
@@ -305,6 +309,7 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		p.o.Logger.Error("result event not written", "tenant", id.Tenant, "call_id", c.callID, "decision_id", c.decisionID, "err", err)
 	}
 	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
+	resp.Permanent = out.Permanent
 	return resp, nil
 }
 
@@ -396,11 +401,13 @@ func (p *Pipeline) revision() (*decision.Revision, error) {
 }
 
 func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec) (bool, error) {
-	in, err := ast.InterfaceToValue(prepare.AvailabilityInput(id, sessionID, s))
+	doc := prepare.AvailabilityInput(id, sessionID, s)
+	key, err := prepare.PolicyKey(doc)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", errInternal, err)
 	}
-	ok, err := rev.Available(ctx, in)
+	ok, err := rev.Available(ctx, nil, decision.WithCacheKey(key),
+		decision.WithInputFunc(func() (ast.Value, error) { return ast.InterfaceToValue(doc) }))
 	if err != nil {
 		p.o.Logger.Error("availability failed closed", "tenant", id.Tenant, "tool", s.Name, "err", err)
 		return false, fmt.Errorf("%w: %v", ErrPolicy, err)

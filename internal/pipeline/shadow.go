@@ -55,10 +55,11 @@ type shadowVerdict struct {
 	err      error
 }
 
-// start evaluates the shadow policy on input in its own goroutine, so that
-// it runs beside the enforced decision rather than after it. The result is
+// start evaluates the shadow policy on input (built once, shared with the
+// enforced decision) in its own goroutine, so that it runs beside the
+// enforced decision rather than after it. The result is
 // read with compare.
-func (s *Shadow) start(ctx context.Context, input ast.Value) <-chan shadowVerdict {
+func (s *Shadow) start(ctx context.Context, input func() (ast.Value, error)) <-chan shadowVerdict {
 	if s == nil {
 		return nil
 	}
@@ -69,7 +70,7 @@ func (s *Shadow) start(ctx context.Context, input ast.Value) <-chan shadowVerdic
 			ch <- shadowVerdict{err: err}
 			return
 		}
-		d, err := rev.Decide(ctx, input)
+		d, err := rev.Decide(ctx, nil, decision.WithInputFunc(input))
 		ch <- shadowVerdict{revision: rev.ID(), dec: d, err: err}
 	}()
 	return ch

@@ -19,7 +19,8 @@ type Prepared struct {
 	sessionID string
 	doc       map[string]any // includes "digest"
 	digest    string
-	input     ast.Value // doc as an OPA value, built once
+	key       [32]byte                  // the policy cache key: digest material without call_id
+	input     func() (ast.Value, error) // doc as an OPA value, built once on first use
 	artifact  any
 }
 
@@ -45,9 +46,16 @@ func (p *Prepared) Digest() string { return p.digest }
 // Document returns a copy of the request document, digest included.
 func (p *Prepared) Document() map[string]any { return deepCopy(p.doc).(map[string]any) }
 
+// PolicyKey is the SHA-256 of the canonical request document without its
+// per-call members (call_id, digest): equal for two calls whose documents
+// differ only in those, which is what the decision cache keys on.
+func (p *Prepared) PolicyKey() [32]byte { return p.key }
+
 // PolicyInput is the request document as an OPA value, for the
-// authorization and mask entrypoints. Callers must not modify it.
-func (p *Prepared) PolicyInput() ast.Value { return p.input }
+// authorization and mask entrypoints. It is built on first use (a decision
+// answered from the cache never needs it) and then shared: callers must not
+// modify it.
+func (p *Prepared) PolicyInput() (ast.Value, error) { return p.input() }
 
 // Run executes the frozen artifact with limits lim. It is the only way a
 // tool runs.

@@ -1,0 +1,180 @@
+package decision
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func cachedEngine(t *testing.T, dir string, reg prometheus.Registerer) *Engine {
+	t.Helper()
+	e := NewEngine(Options{Dir: dir, Registerer: reg, CacheSize: 16})
+	if err := e.Load(context.Background()); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return e
+}
+
+// Each way a policy can make equal keys mean different answers turns the
+// cache off where it matters, and nothing else does.
+func TestCacheabilityOfPolicies(t *testing.T) {
+	authz := func(body string) map[string]string {
+		return map[string]string{"authz.rego": "package toolgate.authz\n\n" + body}
+	}
+	tests := []struct {
+		name               string
+		files              map[string]string
+		availability, auth bool
+	}{
+		{"minimal pack", nil, true, true},
+		{"shipped-style lookups", authz(`decision := {"allow": input.tool.name in {"read-file"}, "reasons": [input.resources[0].path]}` + "\n"), true, true},
+		{"reads call_id", authz(`decision := {"allow": startswith(input.call_id, "c-")}` + "\n"), true, false},
+		{"reads digest", authz(`decision := {"allow": input.digest != ""}` + "\n"), true, false},
+		{"reads the whole input", authz(`decision := {"allow": count(object.keys(input)) > 0}` + "\n"), true, false},
+		{"reads input by a computed key", authz(`k := "call_id"` + "\n\n" + `decision := {"allow": input[k] != ""}` + "\n"), true, false},
+		{"uses the clock", authz(`decision := {"allow": time.now_ns() > 0}` + "\n"), false, false},
+		{"uses randomness", authz(`decision := {"allow": rand.intn("x", 10) >= 0}` + "\n"), false, false},
+		// print statements are erased by the compiler (print is not enabled), so
+		// they cannot make a cached answer differ.
+		{"prints", authz("decision := {\"allow\": true} if {\n\tprint(\"hi\")\n}\n"), true, true},
+		{"verifies a JWT against the clock", authz(`decision := {"allow": io.jwt.decode_verify("a.b.c", {"secret": "s"})[0]}` + "\n"), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rev := current(t, cachedEngine(t, newPack(t, tt.files), nil))
+			if got := rev.Cached("availability"); got != tt.availability {
+				t.Errorf("availability cached = %v, want %v", got, tt.availability)
+			}
+			if got := rev.Cached("authz"); got != tt.auth {
+				t.Errorf("authorization cached = %v, want %v", got, tt.auth)
+			}
+		})
+	}
+	// Without a size the cache is off whatever the policy.
+	if rev := current(t, loaded(t, newPack(t, nil), nil)); rev.Cached("availability") || rev.Cached("authz") {
+		t.Error("cache on with CacheSize 0")
+	}
+}
+
+// A hit answers exactly what the evaluation answered, a reload starts from
+// an empty cache, and a policy that reads call_id is evaluated per call.
+func TestCachedDecisions(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewPedanticRegistry()
+	dir := newPack(t, map[string]string{"data.json": `{"allowed": "read-file"}`,
+		"authz.rego": "package toolgate.authz\n\ndecision := {\"allow\": input.tool.name == data.allowed, \"reasons\": [\"r\"]}\n"})
+	e := cachedEngine(t, dir, reg)
+	in := value(t, `{"tool": {"name": "read-file"}, "call_id": "c-1"}`)
+	k := Key{1}
+	for i := range 3 {
+		d, err := current(t, e).Decide(ctx, in, WithCacheKey(k))
+		if err != nil || !d.Allow || len(d.Reasons) != 1 {
+			t.Fatalf("round %d: %+v %v", i, d, err)
+		}
+	}
+	hits := counterValue(t, e.m.cache[epAuthz][cacheHit])
+	misses := counterValue(t, e.m.cache[epAuthz][cacheMiss])
+	if hits != 2 || misses != 1 {
+		t.Fatalf("hits=%v misses=%v, want 2 and 1", hits, misses)
+	}
+	// Unkeyed evaluations never touch the cache.
+	if _, err := current(t, e).Decide(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if counterValue(t, e.m.cache[epAuthz][cacheHit]) != 2 {
+		t.Fatal("an unkeyed evaluation was answered from the cache")
+	}
+
+	// New data, new revision: the same key must be evaluated again.
+	writePack(t, dir, map[string]string{"data.json": `{"allowed": "glob"}`})
+	if err := e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := current(t, e).Decide(ctx, in, WithCacheKey(k)); err != nil || d.Allow {
+		t.Fatalf("after reload: %+v %v (served from the old revision's cache?)", d, err)
+	}
+
+	// A policy that reads call_id: same key, different call ids, different
+	// answers.
+	dir2 := newPack(t, map[string]string{"authz.rego": "package toolgate.authz\n\ndecision := {\"allow\": input.call_id == \"c-1\"}\n"})
+	e2 := cachedEngine(t, dir2, nil)
+	d1, err1 := current(t, e2).Decide(ctx, value(t, `{"call_id": "c-1"}`), WithCacheKey(k))
+	d2, err2 := current(t, e2).Decide(ctx, value(t, `{"call_id": "c-2"}`), WithCacheKey(k))
+	if err1 != nil || err2 != nil || !d1.Allow || d2.Allow {
+		t.Fatalf("call_id policy: %+v %v / %+v %v", d1, err1, d2, err2)
+	}
+}
+
+// Errors are never cached: a failing evaluation fails again.
+func TestCacheDoesNotStoreErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := newPack(t, map[string]string{"authz.rego": "package toolgate.authz\n\ndecision := {\"allow\": to_number(input.n) > 0}\n"})
+	e := cachedEngine(t, dir, nil)
+	for range 2 {
+		if _, err := current(t, e).Decide(ctx, value(t, `{"n": "x"}`), WithCacheKey(Key{2})); err == nil {
+			t.Fatal("a builtin error was not an error (served from the cache?)")
+		}
+	}
+	if n := len(current(t, e).cache[epAuthz].m); n != 0 {
+		t.Fatalf("cache holds %d entries after errors", n)
+	}
+}
+
+func TestResultCacheIsBounded(t *testing.T) {
+	c := newResultCache(2)
+	for i := range 5 {
+		c.put(Key{byte(i)}, nil)
+		if len(c.m) > 2 {
+			t.Fatalf("cache grew to %d", len(c.m))
+		}
+	}
+	if _, ok := c.get(Key{4}); !ok {
+		t.Fatal("newest entry missing")
+	}
+	if newResultCache(0) != nil {
+		t.Fatal("size 0 must disable")
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A lazily built input is built only when the policy really runs, and a
+// build failure fails closed.
+func TestLazyInputIsBuiltOnlyOnAMiss(t *testing.T) {
+	ctx := context.Background()
+	e := cachedEngine(t, newPack(t, nil), nil)
+	builds := 0
+	build := WithInputFunc(func() (ast.Value, error) {
+		builds++
+		return ast.InterfaceToValue(map[string]any{"tool": map[string]any{"name": "read-file"}})
+	})
+	for range 3 {
+		d, err := current(t, e).Decide(ctx, nil, WithCacheKey(Key{7}), build)
+		if err != nil || !d.Allow {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	if builds != 1 {
+		t.Fatalf("input built %d times for one miss and two hits", builds)
+	}
+	_, err := current(t, e).Decide(ctx, nil, WithCacheKey(Key{8}), WithInputFunc(func() (ast.Value, error) {
+		return nil, errors.New("boom")
+	}))
+	if !errors.Is(err, ErrEvaluation) {
+		t.Fatalf("build failure: %v, want ErrEvaluation", err)
+	}
+	if _, err := current(t, e).Decide(ctx, nil); !errors.Is(err, ErrEvaluation) {
+		t.Fatalf("no input at all: %v, want ErrEvaluation", err)
+	}
+}
