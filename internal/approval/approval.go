@@ -4,7 +4,9 @@
 // Stores live in the audit database (SQLite or PostgreSQL) and pass one
 // conformance suite (approvaltest). Every transition is conditional, so a
 // held call is approved at most once, whatever the number of approvers or
-// replicas.
+// replicas. The same stores keep the questions of ask-user calls
+// (Question), which wait for a user's answer the way held calls wait for
+// an approver.
 package approval
 
 import (
@@ -92,8 +94,10 @@ var (
 	ErrFinished = errors.New("approval: not running")
 )
 
-// Store persists approvals. Every method is scoped by tenant.
+// Store persists approvals and ask-user questions (Questions). Every
+// method is scoped by tenant.
 type Store interface {
+	Questions
 	// Create stores a new pending approval.
 	Create(ctx context.Context, a *Approval) error
 	// Get returns one approval or ErrNotFound.

@@ -37,8 +37,10 @@ func Pending(id, tenant, callID string, created, ttl time.Duration) *approval.Ap
 }
 
 // StoreSuite runs the conformance tests against stores that open returns
-// (a fresh, empty store per call).
+// (a fresh, empty store per call), questions included.
 func StoreSuite(t *testing.T, open func(t *testing.T) approval.Store) {
+	questionSuite(t, open)
+
 	t.Run("a created approval reads back exactly and pending", func(t *testing.T) {
 		s := open(t)
 		want := Pending("a1", "acme", "c1", 0, time.Hour)
