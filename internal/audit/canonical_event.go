@@ -6,7 +6,7 @@ import (
 
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
-// struct (client, obligations, result, approval and shadow when empty; nil slices and maps
+// struct (client, obligations, result, approval, question and shadow when empty; nil slices and maps
 // as [] and {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
@@ -21,6 +21,18 @@ func approvalValue(a *ApprovalInfo) map[string]any {
 		if v != "" {
 			m[k] = v
 		}
+	}
+	return m
+}
+
+// questionValue is a QuestionInfo as json.Marshal shows it.
+func questionValue(q *QuestionInfo) map[string]any {
+	m := map[string]any{"id": q.ID}
+	if q.ExpiresAt != "" {
+		m["expires_at"] = q.ExpiresAt
+	}
+	if q.By != "" {
+		m["by"] = q.By
 	}
 	return m
 }
@@ -89,6 +101,9 @@ func canonicalEventAt(ev *Event) ([]byte, eventOffsets, error) {
 	at.prevVal = len(b) + 1 + len(`"prev_hash":`)
 	str(`"prev_hash":`, ev.PrevHash)
 	str(`"principal":`, ev.Principal)
+	if q := ev.Question; q != nil {
+		val(`"question":`, questionValue(q))
+	}
 	if ev.Reasons == nil {
 		val(`"reasons":`, []string{})
 	} else {

@@ -33,6 +33,8 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 		},
 		"result":            func(e *Event) { e.Phase, e.Result = PhaseResult, &ResultInfo{Bytes: 42, Truncated: true} },
 		"result with error": func(e *Event) { e.Result = &ResultInfo{IsError: true, Error: "open x: \u0001 denied"} },
+		"question asked":    func(e *Event) { e.Question = &QuestionInfo{ID: "q-1", ExpiresAt: "2026-12-02T18:00:00.000Z"} },
+		"question answered": func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
 		"chained":           func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
 		"controls":          func(e *Event) { e.Principal = "a\u2028b\x7f" },
 	}

@@ -18,6 +18,9 @@ const (
 	// PhaseApproval records a human's step on a held call (approved,
 	// denied) or its expiry.
 	PhaseApproval = "approval"
+	// PhaseQuestion records a step on an ask-user question: its answer
+	// (answered) or its expiry (expired).
+	PhaseQuestion = "question"
 )
 
 // Event is one audit record. Its JSON form is the contract's event shape.
@@ -43,6 +46,8 @@ type Event struct {
 	DurationsUS    map[string]int64 `json:"durations_us"`
 	// Approval links the events of a call held for a human.
 	Approval *ApprovalInfo `json:"approval,omitempty"`
+	// Question links the events of an ask-user call and its answer.
+	Question *QuestionInfo `json:"question,omitempty"`
 	// Shadow is what the shadow policy would have decided.
 	Shadow   *ShadowInfo `json:"shadow,omitempty"`
 	Chain    string      `json:"chain"` // chain segment (one per writer/replica)
@@ -67,6 +72,15 @@ type ApprovalInfo struct {
 	ExpiresAt string `json:"expires_at,omitempty"`
 	By        string `json:"by,omitempty"`
 	Comment   string `json:"comment,omitempty"`
+}
+
+// QuestionInfo ties an event to an ask-user question: its id, when it
+// expires (on the event that asked it), and who answered it. The answer's
+// text is not logged, only its size (result.bytes).
+type QuestionInfo struct {
+	ID        string `json:"id"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+	By        string `json:"by,omitempty"`
 }
 
 // ShadowInfo is the shadow policy's verdict on the same request document.

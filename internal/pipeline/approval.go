@@ -192,11 +192,14 @@ func (p *Pipeline) pendingApproval(ctx context.Context, tenant, id string) (*app
 	return nil, ErrApprovalDecided
 }
 
-// ExpireDue moves the tenant's overdue held calls to expired, auditing
-// each once. The API calls it before every approval read; the gateway also
-// sweeps periodically.
+// ExpireDue moves the tenant's overdue held calls and ask-user questions
+// to expired, auditing each once. The API calls it before every read; the
+// gateway also sweeps periodically.
 func (p *Pipeline) ExpireDue(ctx context.Context, tenant string) error {
-	return p.expireDue(ctx, tenant)
+	if err := p.expireDue(ctx, tenant); err != nil {
+		return err
+	}
+	return p.expireQuestions(ctx, tenant)
 }
 
 func (p *Pipeline) expireDue(ctx context.Context, tenant string) error {
@@ -213,6 +216,7 @@ func (p *Pipeline) expireDue(ctx context.Context, tenant string) error {
 		if err := p.o.Audit.Append(ctx, ev); err != nil {
 			p.o.Logger.Error("expiry event not written", "tenant", tenant, "approval_id", a.ID, "err", err)
 		}
+		p.calls.notify(callKey(tenant, a.CallID))
 	}
 	return nil
 }
@@ -229,6 +233,7 @@ func (p *Pipeline) Deny(ctx context.Context, s ApprovalStep) (*approval.Approval
 	if err != nil {
 		return nil, p.decideErr(ctx, tenant, err)
 	}
+	defer p.calls.notify(callKey(tenant, a.CallID))
 	ev := p.approverEvent(a, s, OutcomeDenied)
 	if err := p.o.Audit.Append(ctx, ev); err != nil {
 		p.o.Logger.Error("denial event not written", "tenant", tenant, "approval_id", a.ID, "err", err)
@@ -338,6 +343,7 @@ func (p *Pipeline) finish(ctx context.Context, a *approval.Approval, outcome str
 		p.o.Logger.Error("approved call's outcome not stored", "tenant", a.Tenant, "approval_id", a.ID, "err", err)
 	}
 	a.Outcome, a.Result = outcome, &r
+	p.calls.notify(callKey(a.Tenant, a.CallID))
 	return a
 }
 

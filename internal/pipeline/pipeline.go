@@ -71,11 +71,19 @@ type Options struct {
 	// Shadow, when set, decides every authorization a second time with
 	// another policy, for the audit log and metrics only.
 	Shadow *Shadow
+	// QuestionTTL is how long an ask-user question waits for its answer;
+	// default 1h. The approval_ttl_ms obligation may shorten it too.
+	QuestionTTL time.Duration
+	// PollRecheck bounds how long a long-polling caller waits between
+	// reads, so that a change made through another replica (which cannot
+	// wake it) is seen; default 5s.
+	PollRecheck time.Duration
 }
 
 // Pipeline runs tool calls and decisions.
 type Pipeline struct {
-	o Options
+	o     Options
+	calls waiters // long-polling callers, by tenant and call id
 }
 
 // New returns a Pipeline.
@@ -94,6 +102,12 @@ func New(o Options) *Pipeline {
 	}
 	if o.ApprovalTTL <= 0 {
 		o.ApprovalTTL = time.Hour
+	}
+	if o.QuestionTTL <= 0 {
+		o.QuestionTTL = time.Hour
+	}
+	if o.PollRecheck <= 0 {
+		o.PollRecheck = 5 * time.Second
 	}
 	return &Pipeline{o: o}
 }
@@ -293,11 +307,16 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 
 	// The decision event is durable: the tool may run now.
 	out := p.o.Invoker.Invoke(ctx, prep, dec.Obligations)
+	var asked *audit.QuestionInfo
+	if a, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
+		out, asked = p.ask(ctx, c, a, ev, dec, out)
+	}
 	c.durations["invoke"] = out.Duration.Microseconds()
 	p.o.Metrics.StageDuration.WithLabelValues("invoke").Observe(out.Duration.Seconds())
 	res := p.event(c, audit.PhaseResult, out.Outcome, nil)
 	res.Input = ev.Input
 	res.Result = &audit.ResultInfo{IsError: out.IsError, Bytes: out.Bytes, Truncated: out.Truncated}
+	res.Question = asked
 	if out.Err != nil {
 		res.Result.Error = out.Err.Error()
 		p.o.Logger.Warn("tool failed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", out.Err)
