@@ -18,6 +18,8 @@
 #     host must match a fetch glob of the caller's roles;
 #   - upstream tools (tool.kind "upstream") may carry service resources only,
 #     each with an id listed in the services of one of the caller's roles.
+# ask-user carries no resource: the question is in input.args. Someone
+# other than the asker answers only with the answerer role.
 # Writes that match approval_write, commands that match an approval rule,
 # commands with shell constructs (where the tenant allows them at all) and
 # POST fetches wait for a human. Broad reads (recursive or folder listings)
@@ -90,6 +92,21 @@ deny contains "approving needs the approver role" if {
 approver_role if "approver" in input.approval.roles
 
 # ---------------------------------------------------------------------------
+# Questions (ask-user)
+
+# input.answer is present only when someone other than the asker answers an
+# ask-user question (the asker always may, without this decision): the
+# answerer's id and roles, beside the ask-user call's own document. Only the
+# answerer role (a support desk, the platform's relay account) answers for
+# someone else; for anyone else the question does not exist.
+deny contains "answering another principal's question needs the answerer role" if {
+	input.answer
+	not answerer_role
+}
+
+answerer_role if "answerer" in input.answer.roles
+
+# ---------------------------------------------------------------------------
 # Resource types
 
 # resource_types names the resource types each built-in tool produces: bash
@@ -112,6 +129,7 @@ resource_types := {
 	"task-list": {"task_list"},
 	"task-update": {"task"},
 	"task-get": {"task"},
+	"ask-user": set(),
 }
 
 default expected_types := {"file"}

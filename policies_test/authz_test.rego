@@ -138,7 +138,7 @@ test_malformed_requests_are_denied[note] if {
 
 test_tool_must_be_offered[note] if {
 	some note, c in {
-		"tool not in any role": {"tenant": "acme", "roles": ["developer"], "tool": "ask-user"},
+		"tool not in any role": {"tenant": "acme", "roles": ["developer"], "tool": "unlisted-tool"},
 		"unknown tenant": {"tenant": "initech", "roles": ["developer"], "tool": "read-file"},
 		"viewer calling write-file": {"tenant": "acme", "roles": ["viewer"], "tool": "write-file"},
 	}
@@ -222,4 +222,33 @@ test_approvals[note] if {
 test_self_approval_says_why if {
 	d := approve({"id": "alice", "roles": ["approver"]})
 	d.message == "you cannot approve your own call"
+}
+
+# asked is an ask-user call by alice, a developer.
+asked := object.union(request("acme", ["developer"], "ask-user", []), {"action": "user.ask", "args": {"question": "Deploy now?"}})
+
+test_developers_may_ask_the_user if {
+	d := authz.decision with input as asked
+	d.allow
+	d.approval_required == false
+}
+
+# answer decides the ask-user call again with someone other than the asker.
+answer(answerer) := d if {
+	d := authz.decision with input as object.union(asked, {"answer": answerer})
+}
+
+test_answers_by_someone_else[note] if {
+	some note, c in {
+		"the answerer role may answer": {"answerer": {"id": "support", "roles": ["answerer"]}, "allow": true},
+		"another developer may not": {"answerer": {"id": "bob", "roles": ["developer"]}, "allow": false},
+		"an approver may not": {"answerer": {"id": "bob", "roles": ["approver"]}, "allow": false},
+		"an answerer without roles is refused": {"answerer": {"id": "bob"}, "allow": false},
+	}
+	answer(c.answerer).allow == c.allow
+}
+
+test_a_refused_answer_says_why if {
+	d := answer({"id": "bob", "roles": ["developer"]})
+	d.message == "answering another principal's question needs the answerer role"
 }

@@ -10,7 +10,7 @@ test_tool_offered_by_roles[note] if {
 		"viewer is offered read-file": {"tenant": "acme", "roles": ["viewer"], "tool": "read-file", "want": true},
 		"viewer is not offered write-file": {"tenant": "acme", "roles": ["viewer"], "tool": "write-file", "want": false},
 		"viewer is not offered edit-file": {"tenant": "acme", "roles": ["viewer"], "tool": "edit-file", "want": false},
-		"a tool no role lists is not offered": {"tenant": "acme", "roles": ["developer"], "tool": "ask-user", "want": false},
+		"a tool no role lists is not offered": {"tenant": "acme", "roles": ["developer"], "tool": "unlisted-tool", "want": false},
 		"an unknown tenant is offered nothing": {"tenant": "initech", "roles": ["developer"], "tool": "read-file", "want": false},
 		"an unknown role is offered nothing": {"tenant": "acme", "roles": ["intern"], "tool": "read-file", "want": false},
 		"no roles, no tools": {"tenant": "acme", "roles": [], "tool": "read-file", "want": false},

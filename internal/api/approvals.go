@@ -146,27 +146,6 @@ func (s *Server) approvalStep(w http.ResponseWriter, r *http.Request, step func(
 	writeJSON(w, http.StatusOK, viewOf(a))
 }
 
-// callStatus answers GET /v1/calls/{call_id}: the original caller polls a
-// held call.
-func (s *Server) callStatus(w http.ResponseWriter, r *http.Request) {
-	a, err := s.o.Pipeline.CallApproval(r.Context(), identity(r), chi.URLParam(r, "call_id"))
-	if err != nil {
-		s.writeApprovalError(w, err)
-		return
-	}
-	body := map[string]any{
-		"call_id": a.CallID, "approval_id": a.ID, "outcome": pipeline.CallOutcome(a),
-		"expires_at": audit.FormatTime(a.ExpiresAt),
-	}
-	if a.Result != nil {
-		body["content"], body["is_error"] = a.Result.Content, a.Result.IsError
-		if len(a.Result.Data) > 0 {
-			body["data"] = a.Result.Data
-		}
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
 // decodeComment reads the optional {"comment": "..."} body of approve and
 // deny, strictly.
 func decodeComment(body []byte) (string, *requestError) {

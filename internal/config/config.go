@@ -146,6 +146,9 @@ type Approvals struct {
 	// TTL is how long a held call waits for a decision; a policy
 	// obligation (approval_ttl_ms) may shorten it. Default 1h.
 	TTL time.Duration `yaml:"ttl"`
+	// QuestionTTL is how long an ask-user question waits for the user's
+	// answer; the same obligation may shorten it. Default 1h.
+	QuestionTTL time.Duration `yaml:"question_ttl"`
 }
 
 // Debug configures diagnostics that are off by default.

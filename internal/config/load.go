@@ -116,7 +116,7 @@ func defaults() *Config {
 			MaxOutputBytes: DefaultMaxOutputBytes,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
-		Approvals: Approvals{TTL: DefaultApprovalTTL},
+		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},
 	}
 }
 

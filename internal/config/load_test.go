@@ -116,6 +116,7 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"missing shadow policy dir",
 			replace("  dir: policies", "  dir: policies\n  shadow: nope"), 4, "policy.shadow", "does not exist"},
 		{"approval ttl that is not positive", goodYAML + "approvals:\n  ttl: 0s\n", 21, "approvals.ttl", "must be positive"},
+		{"question ttl that is not positive", goodYAML + "approvals:\n  question_ttl: -1s\n", 21, "approvals.question_ttl", "must be positive"},
 		{"policy dir and bundle together",
 			replace("  dir: policies", "  dir: policies\n  bundle: https://bundles.example/b.tar.gz"), 4, "policy.bundle", "not both"},
 		{"missing bundle file",

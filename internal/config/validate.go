@@ -105,6 +105,9 @@ func (v *validator) approvals(a Approvals) {
 	if a.TTL <= 0 {
 		v.add("approvals.ttl", "must be positive, got %s", a.TTL)
 	}
+	if a.QuestionTTL <= 0 {
+		v.add("approvals.question_ttl", "must be positive, got %s", a.QuestionTTL)
+	}
 }
 
 func (v *validator) listen(addr string) {

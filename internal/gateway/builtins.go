@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/tools/ask"
 	"github.com/toolgate/toolgate/internal/tools/fetch"
 	"github.com/toolgate/toolgate/internal/tools/shell"
 	"github.com/toolgate/toolgate/internal/tools/task"
@@ -75,6 +76,12 @@ var families = []family{
 			g.closers = append(g.closers, st.Close)
 			return task.Tools(st, task.Options{}), nil
 		},
+	},
+	{
+		// Questions live with the held calls in the approval store, which
+		// the pipeline owns; the tool itself keeps no state.
+		names: []string{ask.Name},
+		start: func(context.Context, *Gateway) ([]tools.Tool, error) { return []tools.Tool{ask.New()}, nil },
 	},
 }
 

@@ -161,6 +161,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log,
 		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
+		QuestionTTL: cfg.Approvals.QuestionTTL,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
@@ -205,6 +206,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
+	// Long polls (GET /v1/calls/{id}?wait=) answer at once on shutdown
+	// instead of holding it.
+	srv.RegisterOnShutdown(g.pipeline.StopWaiting)
 	if g.cfg.Policy.WatchEnabled() {
 		go func() {
 			if err := g.engine.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
