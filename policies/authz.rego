@@ -17,9 +17,9 @@
 #     the tenant's allow_private_hosts, http only with allow_http, and the
 #     host must match a fetch glob of the caller's roles;
 #   - upstream tools (tool.kind "upstream") may carry service resources only,
-#     each with an id listed in the services of one of the caller's roles.
-# ask-user carries no resource: the question is in input.args. Someone
-# other than the asker answers only with the answerer role.
+#     each with an id listed in the services of one of the caller's roles;
+#   - ask-user carries no resource (the question is in input.args); someone
+#     other than the asker answers only with the answerer role.
 # Writes that match approval_write, commands that match an approval rule,
 # commands with shell constructs (where the tenant allows them at all) and
 # POST fetches wait for a human. Broad reads (recursive or folder listings)
