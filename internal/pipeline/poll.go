@@ -43,7 +43,8 @@ func (s CallState) expiresAt() time.Time {
 // it returns as soon as the call changes on this replica (answered,
 // approved and finished, denied), when it expires, when wait is over, or
 // when the gateway shuts down. Changes made through another replica are
-// seen within PollRecheck. An expired question reads as ErrCallNotFound.
+// seen within PollRecheck. An expired question reads as ErrCallNotFound;
+// a caller that goes away gets the last state read.
 func (p *Pipeline) PollCall(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (CallState, error) {
 	wait = min(wait, MaxPollWait)
 	deadline := time.Now().Add(wait)
@@ -66,9 +67,11 @@ func (p *Pipeline) PollCall(ctx context.Context, id *auth.Identity, callID strin
 		case <-ch:
 		case <-t.C:
 		case <-ctx.Done():
+			// The caller went away: what it would have read is the last
+			// state, not an error to log.
 			t.Stop()
 			release()
-			return st, ctx.Err()
+			return st, nil
 		}
 		t.Stop()
 		release()
