@@ -10,7 +10,7 @@
 # (bench/loadgen), same logical request, all on 127.0.0.1. For each
 # concurrency the targets run interleaved (ROUNDS times) so machine drift
 # hits all of them. Then three targeted phases:
-#   profile  CPU profiles of the gateway during B and C at 16 clients (pprof
+#   profile  CPU profiles of the gateway during B, C and B0 at 16 clients (pprof
 #            on a loopback debug listener): shares of SQLite, OPA, JSON, GC,
 #            the tool and Prometheus metrics
 #   reload   B at 16 clients while a 1,000-rule module is added to the
@@ -91,6 +91,7 @@ opa_port=$(free_port)
 gw_port=$(free_port)
 gw0_port=$(free_port)
 pprof_port=$(free_port)
+pprof0_port=$(free_port)
 
 mkdir -p "$tmp/ws/docs"
 printf '# Guide\n\nA small file for the benchmark.\n\n- one\n- two\n- three\n' >"$tmp/ws/docs/guide.md"
@@ -122,7 +123,8 @@ YAML
 }
 gateway_config gateway "$gw_port" "" "debug:
   pprof_listen: \"127.0.0.1:$pprof_port\""
-gateway_config gateway0 "$gw0_port" "  decision_cache: 0" ""
+gateway_config gateway0 "$gw0_port" "  decision_cache: 0" "debug:
+  pprof_listen: \"127.0.0.1:$pprof0_port\""
 
 log "starting opa on 127.0.0.1:$opa_port (decision logging off, telemetry off)"
 "$tmp/opa" run --server --addr "127.0.0.1:$opa_port" --disable-telemetry \
@@ -263,13 +265,15 @@ share() {
 		sed -n 's/.*accounting for [0-9.]*[mun]*s*, \([0-9.]*%\) of.*/\1/p'
 }
 if has_phase profile; then
-	for t in B C; do
+	for t in B C B0; do
+		port=$pprof_port
+		[ "$t" = B0 ] && port=$pprof0_port
 		echo
 		log "profile: $t at 16 clients with a 10 s CPU profile"
 		load "$t" -c 16 -duration 14s -warmup 1s >"$tmp/profile-$t-load.tsv" &
 		lg=$!
 		sleep 3
-		curl -fsS -o "$tmp/gateway-$t.cpu" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=10"
+		curl -fsS -o "$tmp/gateway-$t.cpu" "http://127.0.0.1:$port/debug/pprof/profile?seconds=10"
 		wait "$lg"
 		prof="$tmp/gateway-$t.cpu"
 		total=$(go tool pprof -top -nodecount 1 "$tmp/gateway" "$prof" 2>/dev/null |
