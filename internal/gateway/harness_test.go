@@ -43,6 +43,8 @@ type setup struct {
 	policy    func(dir string)  // edits the copied policy folder
 	files     map[string]string // extra workspace files, "tenant/path"
 	toolsYAML string            // replaces the default tools section
+	acmeYAML  string            // appended to tenants.acme (e.g. "    skills: skills\n")
+	limitYAML string            // appended to limits
 }
 
 var (
@@ -116,11 +118,11 @@ auth:
 tenants:
   acme:
     workspace: ws/acme
-  globex:
+%s  globex:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.toolsYAML, s.extraYAML)
+%s%s`, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

@@ -95,9 +95,8 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		gates[c.req.Tool] = g
 	}
 
-	// Prepare, decide and audit each call on its own, concurrently: their
-	// decision events share the audit log's group commits.
-	auths := make([]*authorized, n)
+	// Prepare every call (no effect, nothing audited yet but refusals),
+	// so that the targets of all calls are known before any decision.
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		if b.isFailed() {
@@ -106,22 +105,18 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, a, err := p.authorize(bctx, c, gates[c.req.Tool])
-			if err != nil {
+			resp, final, err := p.prepareCall(bctx, c, gates[c.req.Tool])
+			switch {
+			case err != nil:
 				b.fail(i, err)
-				return
-			}
-			if a == nil {
+			case final:
 				b.finish(i, resp)
-				return
 			}
-			auths[i] = a
 		}()
 	}
 	wg.Wait()
-
-	if run && !b.isFailed() {
-		p.runAuthorized(bctx, b, calls, auths)
+	if !b.isFailed() {
+		p.decideAndRun(bctx, b, calls, gates, run)
 	}
 
 	// Every call without a final result was canceled; each is audited.
@@ -144,25 +139,45 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 	return out
 }
 
-// runAuthorized runs the authorized calls: each waits for the earlier calls
-// it conflicts with, then for a slot of the tenant, re-checks availability
-// and runs.
-func (p *Pipeline) runAuthorized(ctx context.Context, b *batch, calls []*call, auths []*authorized) {
-	deps := conflicts(auths)
+// decideAndRun decides each prepared call and, when run is set, runs the
+// allowed ones. A call that conflicts with earlier ones waits until they
+// are done, then is prepared again, so that its decision and its run see
+// the state those calls left (a file the previous call created); the
+// others are decided at once, concurrently, and their decision events share
+// the audit log's group commits. A call to run then waits for a slot of the
+// tenant and for availability once more.
+func (p *Pipeline) decideAndRun(ctx context.Context, b *batch, calls []*call, gates map[string]*gate, run bool) {
+	var deps [][]int
+	if run {
+		deps = conflicts(calls, b.final)
+	} else {
+		deps = make([][]int, len(calls)) // nothing runs: nothing to order
+	}
 	done := make([]chan struct{}, len(calls))
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
+	// The calls that wait for no other are all decided before any of them
+	// runs: a policy or audit failure in one of those decisions leaves
+	// nothing run.
+	var decided sync.WaitGroup
 	var wg sync.WaitGroup
-	for i, a := range auths {
-		if a == nil {
+	for i, c := range calls {
+		if c.prepared == nil || b.final[i] {
 			close(done[i])
 			continue
+		}
+		independent := len(deps[i]) == 0
+		markDecided := func() {}
+		if independent {
+			decided.Add(1)
+			markDecided = sync.OnceFunc(decided.Done)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(done[i])
+			defer markDecided()
 			for _, j := range deps[i] {
 				select {
 				case <-done[j]:
@@ -170,12 +185,39 @@ func (p *Pipeline) runAuthorized(ctx context.Context, b *batch, calls []*call, a
 					return
 				}
 			}
-			release, err := p.slots.acquire(ctx, calls[i].req.Identity.Tenant)
+			if len(deps[i]) > 0 {
+				resp, final, err := p.prepareCall(ctx, c, gates[c.req.Tool])
+				switch {
+				case err != nil:
+					b.fail(i, err)
+					return
+				case final:
+					b.finish(i, resp)
+					return
+				}
+			}
+			resp, a, err := p.decide(ctx, c)
+			markDecided()
+			if err != nil {
+				b.fail(i, err)
+				return
+			}
+			if a == nil {
+				b.finish(i, resp)
+				return
+			}
+			if independent {
+				decided.Wait()
+			}
+			if b.isFailed() {
+				return
+			}
+			release, err := p.slots.acquire(ctx, c.req.Identity.Tenant)
 			if err != nil {
 				return // canceled while waiting: it never started
 			}
 			defer release()
-			if resp, stop, err := p.recheck(ctx, calls[i]); err != nil {
+			if resp, stop, err := p.recheck(ctx, c); err != nil {
 				b.fail(i, err)
 				return
 			} else if stop {
@@ -185,7 +227,7 @@ func (p *Pipeline) runAuthorized(ctx context.Context, b *batch, calls []*call, a
 			if b.isFailed() {
 				return
 			}
-			b.finish(i, p.execute(ctx, calls[i], a))
+			b.finish(i, p.execute(ctx, c, a))
 		}()
 	}
 	wg.Wait()
@@ -210,6 +252,7 @@ func (p *Pipeline) recheck(ctx context.Context, c *call) (Response, bool, error)
 	}
 	ev := p.event(c, audit.PhaseResult, OutcomeUnavailable, []string{"availability withdrawn before the call ran: " + g.reason})
 	ev.PolicyRevision = rev.ID()
+	ev.Input = c.input
 	if err := p.o.Audit.Append(context.WithoutCancel(ctx), ev); err != nil {
 		p.o.Logger.Error("result event not written", "tenant", ev.Tenant, "call_id", c.callID, "err", err)
 	}
@@ -227,16 +270,15 @@ func (p *Pipeline) cancelCall(ctx context.Context, c *call) Response {
 		phase = audit.PhaseResult
 	}
 	ev := p.event(c, phase, OutcomeCanceled, []string{ReasonCanceled})
+	// Without a committed decision the mask is unknown: like a refused
+	// call, the event carries the availability input only.
 	switch {
-	case c.prepared != nil:
-		ev.Input = c.prepared.Document()
+	case c.decided:
+		ev.Input = c.input
 	case c.spec != nil:
 		ev.Input = prepare.AvailabilityInput(c.req.Identity, c.req.SessionID, c.spec)
 	default:
 		ev.Input = map[string]any{"tool": map[string]any{"name": ev.Tool}}
-	}
-	if c.prepared != nil && c.decided {
-		ev.Input = nil // the decision event holds the (masked) document
 	}
 	if err := p.o.Audit.Append(context.WithoutCancel(ctx), ev); err != nil {
 		p.o.Logger.Error("canceled event not written", "tenant", ev.Tenant, "call_id", c.callID, "err", err)

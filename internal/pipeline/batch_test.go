@@ -161,7 +161,7 @@ func TestBatchWritesToOneTargetRunInRequestOrder(t *testing.T) {
 func TestConflictsOrderOnlyWhatShareATargetWithAWrite(t *testing.T) {
 	tt := &targetTool{}
 	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAllow}, tt)
-	var auths []*authorized
+	var calls []*call
 	for _, bc := range []BatchCall{targetCall("r0", "x", "read"), targetCall("r1", "x", "read"), targetCall("w2", "x", "write"), targetCall("r3", "y", "read"), targetCall("r4", "x", "read")} {
 		c := &call{req: Request{Identity: alice, Tool: bc.Tool, Arguments: bc.Arguments}, run: true, callID: bc.CallID, durations: map[string]int64{}}
 		rev, _ := f.pl.revision()
@@ -170,13 +170,12 @@ func TestConflictsOrderOnlyWhatShareATargetWithAWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, a, err := f.pl.authorize(context.Background(), c, g)
-		if err != nil || a == nil {
-			t.Fatalf("authorize %s: %v", bc.CallID, err)
+		if _, final, err := f.pl.prepareCall(context.Background(), c, g); err != nil || final {
+			t.Fatalf("prepare %s: %v", bc.CallID, err)
 		}
-		auths = append(auths, a)
+		calls = append(calls, c)
 	}
-	got := fmt.Sprint(conflicts(auths))
+	got := fmt.Sprint(conflicts(calls, make([]bool, len(calls))))
 	if want := "[[] [] [0 1] [] [2]]"; got != want {
 		t.Fatalf("dependencies %s, want %s", got, want)
 	}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+
+	"github.com/toolgate/toolgate/internal/prepare"
 )
 
 // target is one thing a call touches, as far as ordering within a batch is
@@ -11,15 +13,15 @@ type target struct {
 	write bool
 }
 
-// targets lists what an authorized call touches: files by their resolved
+// targets lists what a prepared call touches: files by their resolved
 // path (writing when access is write), processes and tasks by id, a
 // session's task list, and "the command runner" for commands, whose
 // effects no resource fully describes. Other resources (urls, skills)
 // order nothing.
-func targets(a *authorized) []target {
-	doc := a.prepared.Document()
+func targets(prep *prepare.Prepared) []target {
+	doc := prep.Document()
 	res, _ := doc["resources"].([]any)
-	readOnly := a.prepared.Spec().Annotations.ReadOnly
+	readOnly := prep.Spec().Annotations.ReadOnly
 	var out []target
 	for _, v := range res {
 		r, _ := v.(map[string]any)
@@ -37,23 +39,24 @@ func targets(a *authorized) []target {
 	return out
 }
 
-// conflicts returns, for each authorized call, the earlier authorized calls
-// it must wait for: those sharing a target with it where at least one of
+// conflicts returns, for each prepared call that is not final yet, the
+// earlier such calls it must wait for: those sharing a target with it where at least one of
 // the two writes. Waiting on every such earlier call (not only the last)
 // keeps request order even when reads sit between two writes.
-func conflicts(auths []*authorized) [][]int {
-	deps := make([][]int, len(auths))
+func conflicts(calls []*call, final []bool) [][]int {
+	deps := make([][]int, len(calls))
 	type seen struct {
 		idx   int
 		write bool
 	}
 	byKey := map[string][]seen{}
-	for i, a := range auths {
-		if a == nil {
+	for i, c := range calls {
+		if c.prepared == nil || final[i] {
 			continue
 		}
+		ts := targets(c.prepared)
 		added := map[int]bool{}
-		for _, t := range targets(a) {
+		for _, t := range ts {
 			for _, s := range byKey[t.key] {
 				if (s.write || t.write) && !added[s.idx] && s.idx != i {
 					deps[i] = append(deps[i], s.idx)
@@ -61,7 +64,7 @@ func conflicts(auths []*authorized) [][]int {
 				}
 			}
 		}
-		for _, t := range targets(a) {
+		for _, t := range ts {
 			byKey[t.key] = append(byKey[t.key], seen{i, t.write})
 		}
 	}

@@ -174,7 +174,8 @@ type call struct {
 	spec       *tools.Spec
 	prepared   *prepare.Prepared
 	durations  map[string]int64
-	decided    bool        // its decision event is committed
+	decided    bool           // its decision event is committed
+	input      map[string]any // the masked document of that event
 	canceled   func() bool // batch calls: whether a sibling failed permanently
 }
 
@@ -291,11 +292,22 @@ type authorized struct {
 // final response of a call that stops here, or the authorized call when it
 // may run (in PDP mode the response says allow and nothing is returned).
 func (p *Pipeline) authorize(ctx context.Context, c *call, g *gate) (Response, *authorized, error) {
+	resp, final, err := p.prepareCall(ctx, c, g)
+	if err != nil || final {
+		return resp, nil, err
+	}
+	return p.decide(ctx, c)
+}
+
+// prepareCall prepares an admitted call into c.prepared. A call that stops
+// here (unavailable, invalid arguments) is audited and final. Preparing
+// has no effect, so a batch may prepare a call again.
+func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Response, final bool, err error) {
 	id := c.req.Identity
 	c.spec = g.spec
 	if !g.offered {
 		resp, err := p.refuse(ctx, c, OutcomeUnavailable, []string{g.reason}, nil)
-		return resp, nil, err
+		return resp, true, err
 	}
 
 	// Prepare: the one strict decode, schema, normalization, digest. The
@@ -312,16 +324,21 @@ func (p *Pipeline) authorize(ctx context.Context, c *call, g *gate) (Response, *
 	if err != nil {
 		var ie *prepare.InvalidArgumentsError
 		if errors.As(err, &ie) {
+			c.prepared = nil
 			resp, err := p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie)
-			return resp, nil, err
+			return resp, true, err
 		}
-		return Response{}, nil, fmt.Errorf("%w: %v", errInternal, err)
+		return Response{}, false, fmt.Errorf("%w: %v", errInternal, err)
 	}
 	c.prepared = prep
+	return Response{}, false, nil
+}
 
-	// Decide on exactly the document whose digest is audited and whose
-	// artifact runs.
-	t0 = time.Now()
+// decide decides a prepared call and audits the decision: on exactly the
+// document whose digest is audited and whose artifact runs.
+func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, error) {
+	id, prep := c.req.Identity, c.prepared
+	t0 := time.Now()
 	key, in := decision.WithCacheKey(prep.PolicyKey()), decision.WithInputFunc(prep.PolicyInput)
 	dec, err := c.rev.Decide(ctx, nil, key, in)
 	if err != nil {
@@ -349,7 +366,7 @@ func (p *Pipeline) authorize(ctx context.Context, c *call, g *gate) (Response, *
 	if err := p.append(ctx, c, ev); err != nil {
 		return Response{}, nil, err
 	}
-	c.decided = true
+	c.decided, c.input = true, ev.Input
 
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
