@@ -176,7 +176,7 @@ type call struct {
 	durations  map[string]int64
 	decided    bool           // its decision event is committed
 	input      map[string]any // the masked document of that event
-	canceled   func() bool // batch calls: whether a sibling failed permanently
+	canceled   func() bool    // batch calls: whether a sibling failed permanently
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
