@@ -10,8 +10,9 @@
 # (bench/loadgen), same logical request, all on 127.0.0.1. For each
 # concurrency the targets run interleaved (ROUNDS times) so machine drift
 # hits all of them. Then three targeted phases:
-#   profile  a CPU profile of the gateway during B at 16 clients (pprof on a
-#            loopback debug listener): the share spent in Prometheus metrics
+#   profile  CPU profiles of the gateway during B and C at 16 clients (pprof
+#            on a loopback debug listener): shares of SQLite, OPA, JSON, GC,
+#            the tool and Prometheus metrics
 #   reload   B at 16 clients while a 1,000-rule module is added to the
 #            policy folder: time until the new revision serves, failed requests
 #   soak     C at 64 clients for SOAK: RSS every 5 s, growth first→last
@@ -84,6 +85,7 @@ go build -o "$tmp/gateway" ./cmd/gateway
 go build -o "$tmp/opa" github.com/open-policy-agent/opa
 go build -o "$tmp/loadgen" ./bench/loadgen
 go build -o "$tmp/directread" ./bench/directread
+go build -o "$tmp/fsynclat" ./bench/fsynclat
 
 opa_port=$(free_port)
 gw_port=$(free_port)
@@ -249,24 +251,42 @@ END {
 	}
 }' "$results"
 [ -z "$RATES" ] || echo "Open loop: latency measured from each request's scheduled send time (no coordinated omission)."
+echo "Disk under the audit database: $("$tmp/fsynclat" "$tmp")"
+echo "  (a call commits its decision event before the effect: C - D can never be below one of these)"
 
 has_phase() { case " $PHASES " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# profile: the metrics' share of the gateway's CPU under load.
+# profile: where the gateway's CPU goes under load, and the metrics' share.
+# share PROFILE REGEX: percent of the profile's samples under frames matching REGEX.
+share() {
+	go tool pprof -top -nodecount 1000000 -nodefraction 0 -edgefraction 0 -focus "$2" "$tmp/gateway" "$1" 2>/dev/null |
+		sed -n 's/.*accounting for [0-9.]*[mun]*s*, \([0-9.]*%\) of.*/\1/p'
+}
 if has_phase profile; then
-	echo
-	log "profile: B at 16 clients with a 10 s CPU profile"
-	load B -c 16 -duration 14s -warmup 1s >"$tmp/profile-load.tsv" &
-	lg=$!
-	sleep 3
-	curl -fsS -o "$tmp/gateway.cpu" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=10"
-	wait "$lg"
-	total=$(go tool pprof -top -nodecount 1 "$tmp/gateway" "$tmp/gateway.cpu" 2>/dev/null |
-		sed -n 's/.*Total samples = \([0-9.]*\)\(m*s\).*/\1 \2/p')
-	prom=$(go tool pprof -top -nodecount 1 -focus 'prometheus/client_golang' "$tmp/gateway" "$tmp/gateway.cpu" 2>/dev/null |
-		sed -n 's/.*accounting for \([0-9.]*\)\(m*s\), \([0-9.]*%\) of.*/\3/p')
-	echo "Metrics cost: Prometheus client code is ${prom:-0%} of the gateway's CPU samples ($total) during B at 16 clients"
-	echo "  (go tool pprof -focus prometheus/client_golang; profile kept in \$tmp with KEEP=1)"
+	for t in B C; do
+		echo
+		log "profile: $t at 16 clients with a 10 s CPU profile"
+		load "$t" -c 16 -duration 14s -warmup 1s >"$tmp/profile-$t-load.tsv" &
+		lg=$!
+		sleep 3
+		curl -fsS -o "$tmp/gateway-$t.cpu" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=10"
+		wait "$lg"
+		prof="$tmp/gateway-$t.cpu"
+		total=$(go tool pprof -top -nodecount 1 "$tmp/gateway" "$prof" 2>/dev/null |
+			sed -n 's/.*Total samples = \([0-9.]*m*s\).*/\1/p')
+		rps=$(awk -F'\t' '{ printf "%.0f", $7 }' "$tmp/profile-$t-load.tsv")
+		echo "CPU profile of the gateway during $t at 16 clients ($rps req/s; $total of samples in 10 s):"
+		printf '  %-44s %s\n' \
+			"SQLite (audit inserts, WAL writes, fsync)" "$(share "$prof" 'modernc.org/sqlite')" \
+			"OPA evaluation (topdown)" "$(share "$prof" 'opa/v1/topdown')" \
+			"JSON (decode, canonical JSON, encode)" "$(share "$prof" 'go-json-experiment')" \
+			"ast.InterfaceToValue (policy input)" "$(share "$prof" 'ast.InterfaceToValue')" \
+			"garbage collector (background marking)" "$(share "$prof" 'runtime.gcBgMarkWorker')" \
+			"allocation (mallocgc)" "$(share "$prof" 'runtime.mallocgc$')" \
+			"tool run (read-file)" "$(share "$prof" 'ReadFile..Run')" \
+			"Prometheus client (metrics)" "$(share "$prof" 'prometheus/client_golang')"
+	done
+	echo "  (shares overlap where stacks nest; go tool pprof -focus REGEX on the kept profiles, KEEP=1)"
 fi
 
 # reload: a 1,000-rule module lands in the policy folder under load.

@@ -15,7 +15,9 @@
 #     matching command rule of the caller's roles, and none may be forbidden;
 #   - url resources: never a metadata address, a non-public address only for
 #     the tenant's allow_private_hosts, http only with allow_http, and the
-#     host must match a fetch glob of the caller's roles.
+#     host must match a fetch glob of the caller's roles;
+#   - upstream tools (tool.kind "upstream") may carry service resources only,
+#     each with an id listed in the services of one of the caller's roles.
 # Writes that match approval_write, commands that match an approval rule,
 # commands with shell constructs (where the tenant allows them at all) and
 # POST fetches wait for a human. Broad reads (recursive or folder listings)
@@ -71,6 +73,23 @@ grants contains sprintf("allowed: %s may use %s", [name, input.tool.name]) if {
 }
 
 # ---------------------------------------------------------------------------
+# Approvals
+
+# input.approval is present only when a human approves a held call: the
+# approver's id and roles (the gateway decides the held document again with
+# it). Nobody approves their own call, and only approvers approve.
+deny contains "you cannot approve your own call" if input.approval.id == input.principal.id
+
+deny contains "approving needs the approver role" if {
+	input.approval
+	not approver_role
+}
+
+# approver_role, not "not ... in input.approval.roles": "in" on an
+# undefined ref is undefined even under "not".
+approver_role if "approver" in input.approval.roles
+
+# ---------------------------------------------------------------------------
 # Resource types
 
 # resource_types names the resource types each built-in tool produces: bash
@@ -98,7 +117,14 @@ resource_types := {
 
 default expected_types := {"file"}
 
-expected_types := resource_types[input.tool.name]
+expected_types := resource_types[input.tool.name] if not upstream
+
+# Upstream tools declare their resource types in the gateway's config; this
+# pack knows "service" (see below). Another type is denied until a rule
+# judges it.
+expected_types := {"service"} if upstream
+
+upstream if input.tool.kind == "upstream"
 
 deny contains sprintf("this policy only allows %s resources", [concat(" and ", sort(expected_types))]) if {
 	some r in input.resources
@@ -441,6 +467,48 @@ constructs_text(r) := concat(", ", names) if {
 	names := [c | some c in r.constructs; is_string(c)]
 	count(names) > 0
 } else := "other"
+
+# ---------------------------------------------------------------------------
+# Services (upstream tools)
+#
+# A service resource names an application service an upstream tool acts
+# on, by id (built from the arguments, e.g. {type: service, id:
+# /service_id}). Its id must be listed in the services of one of the
+# caller's roles ("*": every service). The denial names only the id the
+# request carried: whether the service exists is the upstream's business,
+# and a denied call never reaches it.
+
+services contains r if {
+	upstream
+	some r in input.resources
+	r.type == "service"
+}
+
+deny contains "a service resource has no id" if {
+	some r in services
+	not is_string(object.get(r, "id", null))
+}
+
+deny contains sprintf("service %s is not allowed for your roles", [capped(r.id)]) if {
+	some r in services
+	is_string(r.id)
+	not service_grants[r]
+}
+
+# service_grants maps each service resource to the reasons that allow it:
+# "allowed: ROLE may use service ID".
+service_grants[r] contains sprintf("allowed: %s may use service %s", [name, capped(r.id)]) if {
+	some r in services
+	is_string(r.id)
+	some name, role in lib.roles
+	some listed in role.services
+	listed in {"*", r.id}
+}
+
+grants contains reason if {
+	some resource_reasons in service_grants
+	some reason in resource_reasons
+}
 
 # ---------------------------------------------------------------------------
 # URLs

@@ -5,6 +5,7 @@
 //	gateway token --config FILE --tenant T --sub S [--roles a,b] [--ttl 1h]
 //	gateway policy test [DIR...]
 //	gateway policy check [DIR]
+//	gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T]
 //
 // Every flag may also come from the environment as TOOLGATE_<FLAG>
 // (TOOLGATE_CONFIG, TOOLGATE_TENANT, ...). Exit codes: 0 ok, 1 runtime
@@ -26,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
@@ -62,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return token(args, stdout, stderr)
 	case "policy":
 		if len(args) == 0 {
-			fmt.Fprintln(stderr, "usage: gateway policy test [DIR...] | gateway policy check [DIR]")
+			fmt.Fprintln(stderr, "usage: gateway policy test [DIR...] | gateway policy check [DIR] | gateway policy replay --policy DIR")
 			return exitUsage
 		}
 		switch args[0] {
@@ -70,8 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return policyTest(args[1:], stdout, stderr)
 		case "check":
 			return policyCheck(args[1:], stdout, stderr)
+		case "replay":
+			return policyReplay(args[1:], stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test or check)\n", args[0])
+		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test, check or replay)\n", args[0])
 		return exitUsage
 	case "audit":
 		if len(args) == 0 || args[0] != "migrate" {
@@ -92,7 +96,10 @@ const usage = `usage:
   gateway token --config FILE --tenant T --sub S [--roles a,b] [--ttl 1h]
                                          print a dev JWT signed with the HS256 secret
   gateway policy test [DIR...]           run Rego tests (default: policies policies_test)
-  gateway policy check [DIR]             strict-compile a policy folder and check the contract
+  gateway policy check [--config FILE] [--tests DIR] [DIR]
+                                         strict-compile a policy folder and check the contract
+  gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]
+                                         re-evaluate audited decisions against a candidate policy
   gateway audit migrate [--config FILE]  apply the audit store's schema migrations and exit
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
@@ -255,11 +262,12 @@ func auditMigrate(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if cfg.Audit.Driver == "postgres" {
-		// Both schemas that live in the audit database: events and tasks.
+		// The schemas that live in the audit database: events, tasks and
+		// approvals.
 		for _, m := range []struct {
 			name    string
 			migrate func(context.Context, string) ([]string, error)
-		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}} {
+		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}, {"approval", approval.MigratePostgres}} {
 			applied, err := m.migrate(ctx, cfg.Audit.DSN)
 			if err != nil {
 				fmt.Fprintf(stderr, "gateway audit migrate: %s schema: %v\n", m.name, err)
@@ -311,6 +319,8 @@ func policyTest(args []string, stdout, stderr io.Writer) int {
 
 func policyCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy check", stderr)
+	file := fs.String("config", "", "configuration file: also check that every enabled tool can be offered")
+	tests := fs.String("tests", "", "folder of the pack's Rego tests (default: DIR_test when it exists): also report rules no test input fires")
 	if err := parse(fs, args); err != nil {
 		return exitUsage
 	}
@@ -318,7 +328,24 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		dir = fs.Arg(0)
 	}
-	problems, err := decision.Check(context.Background(), dir)
+	var opts decision.CheckOptions
+	if *file != "" {
+		cfg, code := loadConfig(*file, stderr)
+		if cfg == nil {
+			return code
+		}
+		opts.Tools = cfg.Tools.Builtin
+	}
+	switch {
+	case *tests != "":
+		opts.TestDirs = []string{*tests}
+	default:
+		sibling := strings.TrimRight(dir, "/") + "_test"
+		if fi, err := os.Stat(sibling); err == nil && fi.IsDir() {
+			opts.TestDirs = []string{sibling}
+		}
+	}
+	problems, err := decision.CheckWith(context.Background(), dir, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway policy check: %v\n", err)
 		return exitUsage

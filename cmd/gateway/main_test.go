@@ -71,6 +71,12 @@ func TestCommandLine(t *testing.T) {
 		{"policy check of a missing folder", []string{"policy", "check", "/nonexistent"}, 2, "", "", nil},
 		{"policy without sub-command", []string{"policy"}, 2, "", "usage", nil},
 		{"audit migrate (sqlite)", []string{"audit", "migrate", "--config", good}, 0, "audit store (sqlite) is at the current schema version", "", nil},
+		{"policy replay needs a candidate", []string{"policy", "replay", "--config", good}, 2, "", "usage: gateway policy replay", nil},
+		{"policy replay with a bad time", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--from", "yesterday"}, 2, "", "--from must be an RFC 3339 time", nil},
+		{"policy replay of an unconfigured tenant", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--tenant", "globex"}, 2, "", `tenant "globex" is not configured`, nil},
+		{"policy replay of a broken candidate", []string{"policy", "replay", "--config", good, "--policy", "/nonexistent"}, 1, "", "candidate policy", nil},
+		{"policy replay", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--tenant", "acme"}, 0, "decision events 0", "", nil},
+		{"policy replay as JSON", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--json"}, 0, `"not_replayable"`, "", nil},
 		{"audit without sub-command", []string{"audit"}, 2, "", "usage: gateway audit migrate", nil},
 	}
 	for _, tc := range cases {
@@ -93,6 +99,21 @@ func TestPolicyCheckReportsContractProblems(t *testing.T) {
 	code, out, _ := runCLI(t, "policy", "check", dir)
 	if code != 1 || !strings.Contains(out, "a.rego:3") || !strings.Contains(out, "input.args") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func TestPolicyCheckReportsToolsNoRuleOffersAndRulesNoTestFires(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pack")
+	os.MkdirAll(dir+"_test", 0o755)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir+"_test", "a_test.rego"), []byte("package t\n\ntest_a if data.toolgate.availability.allow with input as {\"tool\": {\"name\": \"read-file\"}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.rego"), []byte("package toolgate.availability\n\nallow if input.tool.name == \"read-file\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": false}\n"), 0o644)
+	cfg := writeConfig(t, strings.Replace(goodConfig, "[read-file]", "[read-file, write-file]", 1))
+	code, out, errs := runCLI(t, "policy", "check", "--config", cfg, dir)
+	if code != 1 || !strings.Contains(out, `tool "write-file" is enabled`) || !strings.Contains(out, "b.rego:3: rule data.toolgate.authz.decision never produced a value") ||
+		strings.Contains(out, "a.rego:3: rule") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
 	}
 }
 

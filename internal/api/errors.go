@@ -20,6 +20,9 @@ const (
 	CodeRateLimited      = "rate_limited"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+	// CodePermanentFailure (424): the tool ran and declared a permanent
+	// failure; the platform should end the run rather than retry.
+	CodePermanentFailure = "permanent_failure"
 )
 
 type errorBody struct {
@@ -29,6 +32,10 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// CallID and DecisionID name the audited call a permanent failure
+	// belongs to.
+	CallID     string `json:"call_id,omitempty"`
+	DecisionID string `json:"decision_id,omitempty"`
 }
 
 // writeError writes a failure that is not a tool result. message must be

@@ -48,6 +48,9 @@ type Options struct {
 	// Confinement, when set, is reported by /readyz: which OS confinement
 	// commands run under (never claimed when not active).
 	Confinement any
+	// JWKS is the key set of the assertions sent to upstream tools, served
+	// unauthenticated at GET /.well-known/jwks.json; nil serves no keys.
+	JWKS []byte
 }
 
 // Server serves the v1 API.
@@ -85,6 +88,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	r.Get("/.well-known/jwks.json", s.jwks)
 	if s.o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -103,9 +107,19 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/audit/verify", s.verify)
 			r.Get("/audit/export", s.exportEvents)
 		})
+		r.Get("/calls/{call_id}", s.callStatus)
+		r.Group(func(r chi.Router) {
+			r.Use(requireRole(RoleApprover))
+			r.Get("/approvals", s.listApprovals)
+			r.Get("/approvals/{id}", s.getApproval)
+			r.Post("/approvals/{id}/approve", s.approve)
+			r.Post("/approvals/{id}/deny", s.deny)
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RolePolicyAdmin))
 			r.Get("/policy", s.policy)
+			r.Post("/policy/eval", s.evalPolicy)
+			r.Post("/policy/replay", s.replayPolicy)
 		})
 	})
 	return r
@@ -138,4 +152,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		body["confinement"] = s.o.Confinement
 	}
 	writeJSON(w, code, body)
+}
+
+// jwks serves the public keys upstream services verify assertions with.
+// Public keys only, so no authentication; short caching lets services
+// pick up a rotated key quickly.
+func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
+	body := s.o.JWKS
+	if body == nil {
+		body = []byte(`{"keys":[]}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }

@@ -62,6 +62,15 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		writePipelineError(w, err)
 		return
 	}
+	if resp.Permanent {
+		// The tool ran (both events are audited) and said retrying cannot
+		// help: a status the platform acts on, not a result for the model.
+		writeJSON(w, http.StatusFailedDependency, errorBody{Error: errorDetail{
+			Code: CodePermanentFailure, Message: "the tool reported a permanent failure; end the run rather than retry",
+			CallID: resp.CallID, DecisionID: resp.DecisionID,
+		}})
+		return
+	}
 	writeJSON(w, http.StatusOK, callResponse{
 		CallID: resp.CallID, DecisionID: resp.DecisionID, Outcome: resp.Outcome,
 		Content: resp.Content, IsError: resp.IsError, Data: resp.Data,

@@ -113,54 +113,21 @@ type template struct {
 }
 
 // newTemplate encodes ev, whose Seq must be 0 and PrevHash and Hash empty.
+// The one-pass writer knows where it put the link members, so nothing is
+// parsed back.
 func newTemplate(ev *Event) (template, error) {
-	b, err := json.Marshal(ev)
+	if ev.Seq != 0 || ev.PrevHash != "" || ev.Hash != "" {
+		return template{}, errors.New("audit: template has a chain link already")
+	}
+	b, at, err := canonicalEventAt(ev)
 	if err != nil {
 		return template{}, err
 	}
-	v := jsontext.Value(b)
-	if err := v.Canonicalize(); err != nil {
-		return template{}, err
-	}
-	t := template{b: v, hashName: -1, hashVal: -1, prevVal: -1, seqVal: -1}
-	dec := jsontext.NewDecoder(bytes.NewReader(v))
-	if _, err := dec.ReadToken(); err != nil {
-		return template{}, err
-	}
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return template{}, err
-		}
-		name := tok.String() // the token is only valid until the next read
-		nameEnd := int(dec.InputOffset())
-		val, err := dec.ReadValue()
-		if err != nil {
-			return template{}, err
-		}
-		valStart := nameEnd + 1 // canonical JSON: the colon, no whitespace
-		switch name {
-		case "hash":
-			t.hashName, t.hashVal = nameEnd-len(`"hash"`), valStart
-			if string(val) != `""` {
-				return template{}, errors.New("audit: template hash is not empty")
-			}
-		case "prev_hash":
-			t.prevVal = valStart
-			if string(val) != `""` {
-				return template{}, errors.New("audit: template prev_hash is not empty")
-			}
-		case "seq":
-			t.seqVal = valStart
-			if string(val) != "0" {
-				return template{}, errors.New("audit: template seq is not 0")
-			}
-		}
-	}
-	// Member order is fixed by canonicalization: hash < prev_hash < seq, and
-	// "id" always follows "hash", so the hash member ends with a comma.
-	if t.hashName < 0 || t.prevVal < 0 || t.seqVal < 0 ||
-		!(t.hashVal < t.prevVal && t.prevVal < t.seqVal) || v[t.hashVal+2] != ',' {
+	t := template{b: b, hashName: at.hashName, hashVal: at.hashVal, prevVal: at.prevVal, seqVal: at.seqVal}
+	// Member order is fixed: hash < prev_hash < seq, and "id" always
+	// follows "hash", so the hash member ends with a comma.
+	if string(b[t.hashName:t.hashVal]) != `"hash":` || string(b[t.hashVal:t.hashVal+3]) != `"",` ||
+		string(b[t.prevVal:t.prevVal+2]) != `""` || b[t.seqVal] != '0' {
 		return template{}, errors.New("audit: unexpected event layout")
 	}
 	return t, nil

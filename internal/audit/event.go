@@ -15,6 +15,9 @@ import (
 const (
 	PhaseDecision = "decision" // written before any effect
 	PhaseResult   = "result"   // written after the tool ran
+	// PhaseApproval records a human's step on a held call (approved,
+	// denied) or its expiry.
+	PhaseApproval = "approval"
 )
 
 // Event is one audit record. Its JSON form is the contract's event shape.
@@ -38,10 +41,14 @@ type Event struct {
 	Obligations    map[string]any   `json:"obligations,omitempty"`
 	Result         *ResultInfo      `json:"result,omitempty"`
 	DurationsUS    map[string]int64 `json:"durations_us"`
-	Chain          string           `json:"chain"` // chain segment (one per writer/replica)
-	Seq            int64            `json:"seq"`   // position in (tenant, chain), from 1
-	PrevHash       string           `json:"prev_hash"`
-	Hash           string           `json:"hash"`
+	// Approval links the events of a call held for a human.
+	Approval *ApprovalInfo `json:"approval,omitempty"`
+	// Shadow is what the shadow policy would have decided.
+	Shadow   *ShadowInfo `json:"shadow,omitempty"`
+	Chain    string      `json:"chain"` // chain segment (one per writer/replica)
+	Seq      int64       `json:"seq"`   // position in (tenant, chain), from 1
+	PrevHash string      `json:"prev_hash"`
+	Hash     string      `json:"hash"`
 }
 
 // ResultInfo summarizes what a tool returned. Error is an internal
@@ -51,6 +58,25 @@ type ResultInfo struct {
 	Bytes     int    `json:"bytes"`
 	Truncated bool   `json:"truncated"`
 	Error     string `json:"error,omitempty"`
+}
+
+// ApprovalInfo ties an event to a held call: its approval id, when it
+// expires (on the event that held it), and who approved or denied it.
+type ApprovalInfo struct {
+	ID        string `json:"id"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+	By        string `json:"by,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+}
+
+// ShadowInfo is the shadow policy's verdict on the same request document.
+// It never changes the outcome.
+type ShadowInfo struct {
+	Revision string `json:"revision"`
+	// Outcome is allow, denied or approval_required, or error when the
+	// shadow policy failed to evaluate.
+	Outcome  string `json:"outcome"`
+	Diverged bool   `json:"diverged"`
 }
 
 // TimeFormat is the event time layout.

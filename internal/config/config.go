@@ -16,7 +16,9 @@ type Config struct {
 	Tools   Tools             `yaml:"tools"`
 	Limits  Limits            `yaml:"limits"`
 	Log     Log               `yaml:"log"`
-	Debug   Debug             `yaml:"debug"`
+	// Approvals configures calls held for a human.
+	Approvals Approvals `yaml:"approvals"`
+	Debug     Debug     `yaml:"debug"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -27,11 +29,37 @@ type Policy struct {
 	Dir            string        `yaml:"dir"`             // absolute after Load
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
+	// Shadow is a second policy evaluated beside the enforced one on every
+	// authorization; it never changes an outcome: a folder, a bundle file
+	// or a bundle URL (paths absolute after Load, "" for none). Bundles
+	// follow the poll and signing settings of the enforced policy.
+	Shadow string `yaml:"shadow"`
+	// Bundle is an OPA bundle file (.tar.gz, absolute after Load) or an
+	// http(s) bundle server URL, instead of Dir.
+	Bundle string `yaml:"bundle"`
+	// PollInterval is how often a bundle URL is polled; default 30s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// PollMaxBackoff bounds the wait after failed polls; default 5m.
+	PollMaxBackoff time.Duration `yaml:"poll_max_backoff"`
+	// Signing, when set, makes bundle signatures mandatory.
+	Signing *Signing `yaml:"signing"`
 	// DecisionCache is how many policy results each revision remembers
 	// per entrypoint (default 4096; 0 turns the cache off). Only used when
 	// the revision's policy is deterministic and ignores call_id and
 	// digest; see the README.
 	DecisionCache int `yaml:"decision_cache"`
+}
+
+// Signing lists the keys that verify bundle signatures (.signatures.json).
+type Signing struct {
+	Keys  map[string]SigningKey `yaml:"keys"`  // by key id ("keyid" of the signature)
+	Scope string                `yaml:"scope"` // required "scope" claim, optional
+}
+
+// SigningKey is one verification key.
+type SigningKey struct {
+	Algorithm string `yaml:"algorithm"` // default RS256
+	KeyFile   string `yaml:"key_file"`  // PEM public key (or HMAC secret); absolute after Load
 }
 
 // WatchEnabled reports whether the policy folder is hot-reloaded. After
@@ -56,6 +84,9 @@ type Audit struct {
 type Auth struct {
 	JWT     JWT      `yaml:"jwt"`
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Assertion configures the identity assertions the gateway signs for
+	// upstream tools.
+	Assertion Assertion `yaml:"assertion"`
 }
 
 // JWT configures bearer JWT verification.
@@ -95,6 +126,9 @@ type Tenant struct {
 // Tools selects the tools the gateway offers.
 type Tools struct {
 	Builtin []string `yaml:"builtin"`
+	// Upstream declares application tools served by HTTP services, listed
+	// after the built-ins in declaration order.
+	Upstream []Upstream `yaml:"upstream"`
 }
 
 // Limits are request-level ceilings.
@@ -114,6 +148,14 @@ type Limits struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error, default info
 	Format string `yaml:"format"` // text | json, default text
+}
+
+// Approvals configures calls that policy holds for a human
+// (approval_required).
+type Approvals struct {
+	// TTL is how long a held call waits for a decision; a policy
+	// obligation (approval_ttl_ms) may shorten it. Default 1h.
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Debug configures diagnostics that are off by default.

@@ -32,6 +32,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t := v.Type()
 	switch {
+	case t == jsonType:
+		d.decodeJSON(n, v, path)
 	case t == durationType:
 		s, ok := d.scalar(n, path, "!!str", `a duration such as "250ms" or "30s"`)
 		if !ok {

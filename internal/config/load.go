@@ -37,6 +37,9 @@ const (
 	DefaultTenantConc     = 8
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
+	DefaultApprovalTTL    = time.Hour
+	DefaultPollInterval   = 30 * time.Second
+	DefaultPollMaxBackoff = 5 * time.Minute
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -78,6 +81,7 @@ func Load(file string) (*Config, error) {
 	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
 		cfg.Audit.DSN = DefaultAuditDSN
 	}
+	applyUpstreamDefaults(cfg)
 	resolvePaths(cfg, filepath.Dir(abs))
 	v := &validator{p: p, lines: d.lines}
 	v.config(cfg)
@@ -93,7 +97,8 @@ func defaults() *Config {
 	watch := true
 	return &Config{
 		Listen: DefaultListen,
-		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce, DecisionCache: DefaultDecisionCache},
+		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce, DecisionCache: DefaultDecisionCache,
+			PollInterval: DefaultPollInterval, PollMaxBackoff: DefaultPollMaxBackoff},
 		Audit: Audit{
 			Driver:    DefaultAuditDriver,
 			QueueSize: DefaultQueueSize,
@@ -105,7 +110,7 @@ func defaults() *Config {
 			RolesClaim:  DefaultRolesClaim,
 			GroupsClaim: DefaultGroupsClaim,
 			Leeway:      DefaultLeeway,
-		}},
+		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
 			MaxArgDepth:    DefaultMaxArgDepth,
@@ -115,7 +120,8 @@ func defaults() *Config {
 			MaxBatchCalls:     DefaultMaxBatchCalls,
 			TenantConcurrency: DefaultTenantConc,
 		},
-		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Approvals: Approvals{TTL: DefaultApprovalTTL},
 	}
 }
 

@@ -1,6 +1,9 @@
 package config
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // resolvePaths makes every path in cfg absolute, relative to base (the
 // config file's folder), so the process's working directory never matters
@@ -13,11 +16,27 @@ func resolvePaths(cfg *Config, base string) {
 		return filepath.Join(base, p)
 	}
 	cfg.Policy.Dir = abs(cfg.Policy.Dir)
+	if !IsURL(cfg.Policy.Shadow) {
+		cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
+	}
+	if !IsURL(cfg.Policy.Bundle) {
+		cfg.Policy.Bundle = abs(cfg.Policy.Bundle)
+	}
+	if cfg.Policy.Signing != nil {
+		for id, k := range cfg.Policy.Signing.Keys {
+			k.KeyFile = abs(k.KeyFile)
+			cfg.Policy.Signing.Keys[id] = k
+		}
+	}
 	if cfg.Audit.Driver == "sqlite" && cfg.Audit.DSN != sqliteMemory {
 		cfg.Audit.DSN = abs(cfg.Audit.DSN)
 	}
 	cfg.Auth.JWT.HS256SecretFile = abs(cfg.Auth.JWT.HS256SecretFile)
 	cfg.Auth.JWT.JWKSFile = abs(cfg.Auth.JWT.JWKSFile)
+	cfg.Auth.Assertion.SigningKeyFile = abs(cfg.Auth.Assertion.SigningKeyFile)
+	for i, f := range cfg.Auth.Assertion.PublishedKeyFiles {
+		cfg.Auth.Assertion.PublishedKeyFiles[i] = abs(f)
+	}
 	for name, t := range cfg.Tenants {
 		t.Workspace = abs(t.Workspace)
 		t.Seed = abs(t.Seed)
@@ -28,3 +47,9 @@ func resolvePaths(cfg *Config, base string) {
 
 // sqliteMemory is SQLite's in-memory database name; it is not a path.
 const sqliteMemory = ":memory:"
+
+// IsURL reports whether a policy bundle location is an http(s) URL rather
+// than a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}

@@ -55,10 +55,57 @@ func (v *validator) config(c *Config) {
 	v.tenants(c.Tenants)
 	v.skills(c.Tenants)
 	v.auth(c.Auth, c.Tenants)
-	v.tools(c.Tools)
+	v.upstreams(c, v.tools(c.Tools))
 	v.limits(c.Limits)
 	v.log(c.Log)
+	v.approvals(c.Approvals)
 	v.debug(c.Debug)
+}
+
+// bundleAlgorithms are the signature algorithms OPA verifies bundles with.
+var bundleAlgorithms = map[string]bool{
+	"RS256": true, "RS384": true, "RS512": true, "PS256": true, "PS384": true, "PS512": true,
+	"ES256": true, "ES384": true, "ES512": true, "HS256": true, "HS384": true, "HS512": true,
+}
+
+func (v *validator) bundle(p Policy) {
+	if IsURL(p.Bundle) {
+		if u, err := url.Parse(p.Bundle); err != nil || u.Host == "" || u.User != nil {
+			v.add("policy.bundle", "must be an http(s) URL with a host and no credentials, or a bundle file")
+		}
+	} else if fi, err := os.Stat(p.Bundle); err != nil || fi.IsDir() {
+		v.add("policy.bundle", "bundle file %s does not exist or is a directory", p.Bundle)
+	}
+	if p.PollInterval < 100*time.Millisecond && IsURL(p.Bundle) {
+		v.add("policy.poll_interval", "must be at least 100ms, got %s", p.PollInterval)
+	}
+	if p.PollMaxBackoff < p.PollInterval {
+		v.add("policy.poll_max_backoff", "must not be shorter than policy.poll_interval")
+	}
+	if p.Signing == nil {
+		return
+	}
+	if len(p.Signing.Keys) == 0 {
+		v.add("policy.signing.keys", "at least one key is required")
+	}
+	for _, id := range sortedKeys(p.Signing.Keys) {
+		k := p.Signing.Keys[id]
+		key := "policy.signing.keys." + id
+		if k.Algorithm != "" && !bundleAlgorithms[k.Algorithm] {
+			v.add(key+".algorithm", "unsupported algorithm %q", k.Algorithm)
+		}
+		if k.KeyFile == "" {
+			v.add(key+".key_file", "required")
+		} else if fi, err := os.Stat(k.KeyFile); err != nil || fi.IsDir() {
+			v.add(key+".key_file", "key file %s does not exist or is a directory", k.KeyFile)
+		}
+	}
+}
+
+func (v *validator) approvals(a Approvals) {
+	if a.TTL <= 0 {
+		v.add("approvals.ttl", "must be positive, got %s", a.TTL)
+	}
 }
 
 func (v *validator) listen(addr string) {
@@ -104,16 +151,35 @@ func (v *validator) debug(d Debug) {
 }
 
 func (v *validator) policy(p Policy) {
-	if p.Dir == "" {
-		v.add("policy.dir", "required")
-	} else {
+	switch {
+	case p.Dir != "" && p.Bundle != "":
+		v.add("policy.bundle", "set either policy.dir or policy.bundle, not both")
+	case p.Bundle != "":
+		v.bundle(p)
+	case p.Dir == "":
+		v.add("policy.dir", "required (or policy.bundle)")
+	default:
 		v.dir("policy.dir", p.Dir)
+	}
+	if p.Signing != nil && p.Bundle == "" {
+		v.add("policy.signing", "only applies to policy.bundle")
 	}
 	if p.DecisionCache < 0 {
 		v.add("policy.decision_cache", "must be 0 (off) or a positive number of entries, got %d", p.DecisionCache)
 	}
 	if p.ReloadDebounce < 0 {
 		v.add("policy.reload_debounce", "must not be negative")
+	}
+	switch fi, err := os.Stat(p.Shadow); {
+	case p.Shadow == "":
+	case IsURL(p.Shadow):
+		if u, err := url.Parse(p.Shadow); err != nil || u.Host == "" || u.User != nil {
+			v.add("policy.shadow", "must be a folder, a bundle file, or an http(s) bundle URL with a host and no credentials")
+		}
+	case err == nil && !fi.IsDir():
+		// A bundle file.
+	default:
+		v.dir("policy.shadow", p.Shadow)
 	}
 }
 
@@ -310,8 +376,11 @@ func (v *validator) nonEmptyStrings(key string, list []string) {
 	}
 }
 
-func (v *validator) tools(t Tools) {
+// tools checks the built-in list and returns the names it declares, by
+// key, for the upstream checks.
+func (v *validator) tools(t Tools) map[string]string {
 	seen := map[string]int{}
+	names := map[string]string{}
 	for i, name := range t.Builtin {
 		key := fmt.Sprintf("tools.builtin[%d]", i)
 		if !toolName.MatchString(name) {
@@ -323,7 +392,9 @@ func (v *validator) tools(t Tools) {
 			continue
 		}
 		seen[name] = i
+		names[name] = fmt.Sprintf("tools.builtin[%d]", i)
 	}
+	return names
 }
 
 func (v *validator) limits(l Limits) {

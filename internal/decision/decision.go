@@ -30,6 +30,9 @@ type Obligations struct {
 	// ExcludePaths are workspace globs a tool that walks folders must skip
 	// (a recursive read or a listing); the tool enforces them.
 	ExcludePaths []string
+	// ApprovalTTLMS shortens how long a held call waits for a human (it
+	// never lengthens the configured approvals.ttl).
+	ApprovalTTLMS int64
 	// Raw holds every obligation as policy returned it (for audit).
 	Raw map[string]any
 }

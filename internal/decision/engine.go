@@ -28,6 +28,9 @@ type Options struct {
 	Debounce time.Duration
 	// Now is the clock for LoadedAt and LastErrorAt; default time.Now.
 	Now func() time.Time
+	// Bundle, when set, is the policy source instead of Dir: an OPA bundle
+	// file or bundle server URL (see BundleOptions).
+	Bundle *BundleOptions
 	// CacheSize is how many results each revision remembers per
 	// entrypoint for evaluations given a key (WithCacheKey); 0 disables
 	// the decision cache.
@@ -59,6 +62,9 @@ type Engine struct {
 	cur    atomic.Pointer[Revision]
 	loadMu sync.Mutex // one load at a time
 
+	bundle *BundleOptions // nil: the policy folder
+	etag   string         // of the last bundle fetched over HTTP; guarded by loadMu
+
 	mu          sync.Mutex // guards the two fields below
 	lastErr     string
 	lastErrorAt time.Time
@@ -73,6 +79,7 @@ func NewEngine(opts Options) *Engine {
 		now:      opts.Now,
 		debounce: opts.Debounce,
 		m:        newMetrics(opts.Registerer),
+		bundle:   opts.Bundle,
 		cacheMax: opts.CacheSize,
 	}
 	if e.log == nil {
@@ -119,6 +126,9 @@ func (e *Engine) Load(ctx context.Context) error {
 
 	started := time.Now()
 	rev, err := e.build(ctx)
+	if errors.Is(err, errNotModified) {
+		return nil
+	}
 	if err != nil {
 		e.m.reloads.WithLabelValues("error").Inc()
 		e.mu.Lock()
@@ -129,7 +139,7 @@ func (e *Engine) Load(ctx context.Context) error {
 			keeping = old.id
 		}
 		e.log.Error("policy rejected; previous revision keeps serving",
-			"dir", e.dir, "serving", keeping, "err", err)
+			"source", e.sourceName(), "serving", keeping, "err", err)
 		return err
 	}
 
@@ -150,7 +160,11 @@ func (e *Engine) Load(ctx context.Context) error {
 
 // build compiles the folder into a revision that is not yet serving.
 func (e *Engine) build(ctx context.Context) (*Revision, error) {
-	src, problems, err := readSource(e.dir)
+	read := func() (*source, []Problem, error) { return readSource(e.dir) }
+	if e.bundle != nil {
+		read = func() (*source, []Problem, error) { return e.readBundle(ctx) }
+	}
+	src, problems, err := read()
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +191,7 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		loadedAt: e.now(),
 		modules:  src.list,
 		queries:  queries,
+		compiled: c,
 		m:        e.m,
 		log:      e.log,
 	}

@@ -18,6 +18,7 @@ var (
 	keyTimeoutMS        = ast.StringTerm("timeout_ms")
 	keyMaxOutputBytes   = ast.StringTerm("max_output_bytes")
 	keyExcludePaths     = ast.StringTerm("exclude_paths")
+	keyApprovalTTLMS    = ast.StringTerm("approval_ttl_ms")
 )
 
 // parseDecision reads an authorization decision. Every member it knows must
@@ -84,6 +85,11 @@ func parseObligations(v ast.Value) (Obligations, error) {
 	}
 	if t := obj.Get(keyMaxOutputBytes); t != nil {
 		if o.MaxOutputBytes, err = positiveInt(t.Value, "max_output_bytes"); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyApprovalTTLMS); t != nil {
+		if o.ApprovalTTLMS, err = positiveInt(t.Value, "approval_ttl_ms"); err != nil {
 			return Obligations{}, err
 		}
 	}

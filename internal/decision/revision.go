@@ -27,6 +27,9 @@ type Revision struct {
 	loadedAt time.Time
 	modules  []Module
 	queries  [numEntrypoints]*rego.PreparedEvalQuery
+	// compiled is kept for partial evaluation (replay's Depends); the hot
+	// path never touches it.
+	compiled *compiled
 	cache    [numEntrypoints]*resultCache // nil: not cacheable or disabled
 	m        *metrics
 	log      *slog.Logger

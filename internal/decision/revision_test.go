@@ -83,6 +83,14 @@ func TestDecideResults(t *testing.T) {
 		{name: "a huge output cap is malformed", decision: `{"allow": true, "obligations": {"max_output_bytes": 1e300}}`, wantErr: ErrMalformed},
 		{name: "exclude_paths that are a string are malformed", decision: `{"allow": true, "obligations": {"exclude_paths": ".env"}}`, wantErr: ErrMalformed},
 		{name: "a non-string exclude path is malformed", decision: `{"allow": true, "obligations": {"exclude_paths": [1]}}`, wantErr: ErrMalformed},
+		{name: "a zero approval ttl is malformed", decision: `{"allow": true, "obligations": {"approval_ttl_ms": 0}}`, wantErr: ErrMalformed},
+		{
+			name:     "an approval ttl obligation",
+			decision: `{"allow": true, "approval_required": true, "obligations": {"approval_ttl_ms": 60000}}`,
+			want: Decision{Allow: true, ApprovalRequired: true, Obligations: Obligations{
+				ApprovalTTLMS: 60000, Raw: map[string]any{"approval_ttl_ms": "60000"},
+			}},
+		},
 		{
 			name:     "obligations",
 			decision: `{"allow": true, "obligations": {"timeout_ms": 5000.0, "max_output_bytes": 65536, "exclude_paths": {".env", "secrets/**"}, "custom": {"k": "v"}}}`,

@@ -22,13 +22,25 @@ import (
 // reloads once after it starts watching, so changes in between are not
 // lost); Watch returns nil when ctx ends, or an error if watching cannot
 // start.
+//
+// A bundle URL is polled instead (see BundleOptions); a bundle file is
+// reloaded when anything in its folder changes.
 func (e *Engine) Watch(ctx context.Context) error {
+	if e.bundle != nil && e.bundle.IsURL() {
+		return e.pollBundle(ctx)
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("decision: watch policy folder: %w", err)
 	}
 	defer w.Close()
-	if err := addTree(w, e.dir); err != nil {
+	if e.bundle != nil {
+		// Only the bundle's own folder: it is usually replaced by rename.
+		err = w.Add(filepath.Dir(e.bundle.Location))
+	} else {
+		err = addTree(w, e.dir)
+	}
+	if err != nil {
 		return fmt.Errorf("decision: watch policy folder: %w", err)
 	}
 
@@ -44,7 +56,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("decision: policy watcher closed")
 			}
-			if ev.Has(fsnotify.Create) && !hidden(filepath.Base(ev.Name)) {
+			if e.bundle == nil && ev.Has(fsnotify.Create) && !hidden(filepath.Base(ev.Name)) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
 					if err := addTree(w, ev.Name); err != nil {
 						e.log.Warn("cannot watch new policy subfolder", "dir", ev.Name, "err", err)

@@ -12,8 +12,24 @@ import (
 // benchHandler measures the whole request path in-process (no network):
 // auth, envelope, availability, prepare, decide, durable audit append(s),
 // invoke, response encoding.
+//
+// Each benchmark runs with the decision cache on (the default: the same
+// call repeated is answered from the cache) and off (every call evaluates
+// the policy, as distinct calls do).
 func benchHandler(b *testing.B, path, body string, parallel bool) {
-	h := start(b)
+	for _, bc := range []struct {
+		name string
+		size int
+	}{{"cache", 4096}, {"nocache", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			size := bc.size
+			benchHandlerWith(b, func(s *setup) { s.cacheSize = &size }, path, body, parallel)
+		})
+	}
+}
+
+func benchHandlerWith(b *testing.B, opt func(*setup), path, body string, parallel bool) {
+	h := start(b, opt)
 	tok := h.token("acme", "alice", "developer")
 	handler := h.g.Handler()
 	do := func() {

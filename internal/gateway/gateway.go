@@ -43,6 +43,8 @@ type Gateway struct {
 	confinement sandbox.Status // reported by /readyz when commands can run
 	handler     http.Handler
 	registry    *prometheus.Registry
+	pipeline    *pipeline.Pipeline
+	shadow      *pipeline.Shadow // nil without policy.shadow
 }
 
 // New assembles a gateway from cfg. Configuration problems found here
@@ -92,14 +94,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		envs[name] = &tools.Env{Tenant: name, Workspace: ws}
 	}
 
-	// Policy.
+	// Policy: a folder or a bundle.
+	bundleSrc, err := bundleOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
 	g.engine = decision.NewEngine(decision.Options{
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
+		Bundle:    bundleSrc,
 		CacheSize: cfg.Policy.DecisionCache,
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.
 		log.Error("policy did not load; every call fails closed until it does", "err", err)
+	}
+
+	if g.shadow, err = g.openShadow(ctx); err != nil {
+		return nil, err
 	}
 
 	// Audit.
@@ -113,6 +124,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	signer, err := g.loadAssertionSigner()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.addUpstreamTools(reg, signer); err != nil {
+		return nil, err
+	}
+	var jwks []byte
+	if signer != nil {
+		jwks = signer.JWKS()
+	}
+
+	approvals, err := OpenApprovalStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, approvals.Close)
 
 	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
 		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
@@ -132,11 +160,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
+		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 	})
+	g.pipeline = pl
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
-		Confinement: g.confinementReport(),
+		Confinement: g.confinementReport(), JWKS: jwks,
 	}).Handler()
 	return g, nil
 }
@@ -181,6 +211,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 				g.log.Error("policy watcher stopped", "err", err)
 			}
 		}()
+		if g.shadow != nil {
+			go func() {
+				if err := g.shadow.Engine().Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					g.log.Error("shadow policy watcher stopped", "err", err)
+				}
+			}()
+		}
 	}
 	if r := g.cfg.Audit.Retention; r > 0 {
 		rctx, stop := context.WithCancel(ctx)
@@ -191,6 +228,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 		// Stopped before Serve returns, so that Close never closes the
 		// store under a prune.
+		defer func() { stop(); <-done }()
+	}
+	{
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.sweepApprovals(sctx)
+		}()
 		defer func() { stop(); <-done }()
 	}
 	if addr := g.cfg.Debug.PprofListen; addr != "" {

@@ -39,12 +39,17 @@ type harness struct {
 }
 
 type setup struct {
-	extraYAML string            // appended to gateway.yaml
-	policy    func(dir string)  // edits the copied policy folder
-	files     map[string]string // extra workspace files, "tenant/path"
-	toolsYAML string            // replaces the default tools section
-	acmeYAML  string            // appended to tenants.acme (e.g. "    skills: skills\n")
-	limitYAML string            // appended to limits
+	extraYAML  string            // appended to gateway.yaml
+	policy     func(dir string)  // edits the copied policy folder
+	files      map[string]string // extra workspace files, "tenant/path"
+	toolsYAML  string            // replaces the default tools section
+	acmeYAML   string            // appended to tenants.acme (e.g. "    skills: skills\n")
+	limitYAML  string            // appended to limits
+	policyYAML string            // more keys of the policy section, indented by two
+	// policySource replaces "  dir: policies\n" (e.g. with a bundle).
+	policySource string
+	authYAML     string // added under auth: (indented two spaces)
+	cacheSize    *int   // policy.decision_cache when set
 }
 
 var (
@@ -105,24 +110,29 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	must(t, os.Symlink(filepath.Join(dir, "outside", "secret.txt"), filepath.Join(dir, "ws", "acme", "abs-link")))
 	must(t, os.Symlink("docs/guide.md", filepath.Join(dir, "ws", "acme", "guide-link")))
 
+	if s.policySource == "" {
+		s.policySource = "  dir: policies\n"
+	}
+	if s.cacheSize != nil {
+		s.policyYAML += fmt.Sprintf("  decision_cache: %d\n", *s.cacheSize)
+	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:
-  dir: policies
-  reload_debounce: 20ms
-audit:
+%s  reload_debounce: 20ms
+%saudit:
   driver: sqlite
   dsn: audit.db
 auth:
   jwt:
     hs256_secret_file: secret
-tenants:
+%stenants:
   acme:
     workspace: ws/acme
 %s  globex:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s%s`, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
+%s%s`, s.policySource, s.policyYAML, s.authYAML, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

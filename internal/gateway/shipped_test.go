@@ -46,3 +46,29 @@ func TestShippedConfigOffersEveryTool(t *testing.T) {
 		}
 	}
 }
+
+// The shipped config declares the example upstream tool; the pack offers
+// it to the demo developer, who may ask about the services data.yaml
+// lists for the role.
+func TestShippedConfigDeclaresTheExampleUpstreamTool(t *testing.T) {
+	cfg, err := config.Load("../../gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Tools.Upstream) != 1 || cfg.Tools.Upstream[0].Name != "maintenance-window" || cfg.Auth.Assertion.SigningKeyFile == "" {
+		t.Fatalf("upstream tools %+v, assertion %+v", cfg.Tools.Upstream, cfg.Auth.Assertion)
+	}
+	eng := decision.NewEngine(decision.Options{Dir: cfg.Policy.Dir})
+	if err := eng.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := eng.Current()
+	in := ast.MustInterfaceToValue(map[string]any{
+		"tenant": "acme", "principal": map[string]any{"id": "alice", "roles": []any{"developer"}, "groups": []any{}, "claims": map[string]any{}},
+		"client": map[string]any{"id": ""}, "session_id": "s",
+		"tool": map[string]any{"name": "maintenance-window", "kind": "upstream", "effects": []any{"maintenance.read"}, "annotations": map[string]any{}},
+	})
+	if ok, err := rev.Available(context.Background(), in); err != nil || !ok {
+		t.Fatalf("the shipped pack does not offer maintenance-window to an acme developer (err %v)", err)
+	}
+}

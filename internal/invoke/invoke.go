@@ -69,6 +69,9 @@ type Outcome struct {
 	Data      map[string]any
 	Bytes     int
 	Truncated bool
+	// Permanent marks a tool_error the tool declared permanent
+	// (tools.ErrPermanent): the API ends the run with a non-200 status.
+	Permanent bool
 	// Err is the internal cause of a tool_error, for logs and audit only.
 	Err      error
 	Duration time.Duration
@@ -121,7 +124,9 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 		if errors.As(err, &me) {
 			return Outcome{Outcome: OutcomeToolError, Content: me.Message, IsError: true, Err: err, Duration: time.Since(start)}
 		}
-		return iv.failed(start, err)
+		out := iv.failed(start, err)
+		out.Permanent = errors.Is(err, tools.ErrPermanent)
+		return out
 	}
 	content, cut := capContent(res.Content, lim.MaxOutputBytes)
 	return Outcome{

@@ -3,6 +3,7 @@ package invoke
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ func (s *stubTool) Run(ctx context.Context, _ *tools.Env, a any, lim tools.Limit
 		panic("secret /srv/path")
 	case "model":
 		return tools.Result{}, &tools.ModelError{Message: "old_string not found in file"}
+	case "permanent":
+		return tools.Result{}, fmt.Errorf("upstream said 409, detail %q: %w", "decommissioned", tools.ErrPermanent)
 	}
 	return tools.Result{}, errors.New("open /srv/acme/x: permission denied")
 }
@@ -109,6 +112,7 @@ func TestOutcomesAreShapedAndRedacted(t *testing.T) {
 		{"fail", OutcomeToolError, ToolFailed},
 		{"panic", OutcomeToolError, ToolFailed},
 		{"model", OutcomeToolError, "old_string not found in file"},
+		{"permanent", OutcomeToolError, ToolFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -118,6 +122,9 @@ func TestOutcomesAreShapedAndRedacted(t *testing.T) {
 			}
 			if tc.outcome == OutcomeToolError && out.Err == nil {
 				t.Fatal("the internal cause is lost")
+			}
+			if out.Permanent != (tc.mode == "permanent") {
+				t.Fatalf("Permanent = %v: only a tools.ErrPermanent failure is permanent", out.Permanent)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
@@ -73,6 +74,15 @@ type Options struct {
 	// TenantConcurrency bounds how many calls of one tenant's batches run
 	// at once (default DefaultTenantConcurrency).
 	TenantConcurrency int
+	// Approvals keeps calls held for a human; nil answers
+	// approval_required without holding anything.
+	Approvals approval.Store
+	// ApprovalTTL is how long a held call waits; default 1h. A policy
+	// obligation (approval_ttl_ms) may shorten it.
+	ApprovalTTL time.Duration
+	// Shadow, when set, decides every authorization a second time with
+	// another policy, for the audit log and metrics only.
+	Shadow *Shadow
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -101,6 +111,9 @@ func New(o Options) *Pipeline {
 	if o.TenantConcurrency <= 0 {
 		o.TenantConcurrency = DefaultTenantConcurrency
 	}
+	if o.ApprovalTTL <= 0 {
+		o.ApprovalTTL = time.Hour
+	}
 	return &Pipeline{o: o, slots: newSlots(o.TenantConcurrency)}
 }
 
@@ -124,6 +137,9 @@ type Response struct {
 	IsError       bool
 	Data          map[string]any
 	RequestDigest string
+	// Permanent: the tool ran and declared a permanent failure (outcome
+	// tool_error); the API ends the run with a non-200 status.
+	Permanent bool
 }
 
 // Spec lists the tools the availability policy offers id, in declaration
@@ -339,6 +355,7 @@ func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Resp
 func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, error) {
 	id, prep := c.req.Identity, c.prepared
 	t0 := time.Now()
+	shadow := p.o.Shadow.start(ctx, prep.PolicyInput)
 	key, in := decision.WithCacheKey(prep.PolicyKey()), decision.WithInputFunc(prep.PolicyInput)
 	dec, err := c.rev.Decide(ctx, nil, key, in)
 	if err != nil {
@@ -363,6 +380,11 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
+	ev.Shadow = p.o.Shadow.compare(shadow, dec)
+	h := p.holdFor(c, outcome, dec)
+	if h != nil {
+		ev.Approval = h.info()
+	}
 	if err := p.append(ctx, c, ev); err != nil {
 		return Response{}, nil, err
 	}
@@ -379,6 +401,12 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 		return resp, nil, nil
 	case OutcomeApprovalRequired:
 		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
+		if h != nil {
+			if err := p.hold(ctx, c, h, ev, dec); err != nil {
+				return Response{}, nil, err
+			}
+			resp.Data = h.data()
+		}
 		return resp, nil, nil
 	}
 	if !c.run {
@@ -397,6 +425,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 	p.o.Metrics.StageDuration.WithLabelValues("invoke").Observe(out.Duration.Seconds())
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: a.prepared.Digest()}
 	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
+	resp.Permanent = out.Permanent
 	var reasons []string
 	if c.canceled != nil && c.canceled() {
 		// A sibling failed while this call ran: whatever the tool did
@@ -404,6 +433,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		reasons = []string{ReasonCanceled}
 		resp.Outcome, resp.Content, resp.IsError = OutcomeCanceled, TextCanceled, true
 		resp.Data = map[string]any{"started": true, "effects": EffectsNotUndone}
+		resp.Permanent = false
 	}
 	res := p.event(c, audit.PhaseResult, resp.Outcome, reasons)
 	res.Input = a.input

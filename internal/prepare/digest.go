@@ -6,11 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
-	"unicode/utf16"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	canonicalpkg "github.com/toolgate/toolgate/internal/canonical"
 )
 
 // Digest returns "sha256:" + hex of the RFC 8785 canonical JSON of v. The
@@ -24,17 +23,7 @@ func Digest(v any) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-func canonical(v any) ([]byte, error) {
-	b, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		return nil, err
-	}
-	raw := jsontext.Value(b)
-	if err := raw.Canonicalize(); err != nil {
-		return nil, err
-	}
-	return raw, nil
-}
+func canonical(v any) ([]byte, error) { return canonicalpkg.Marshal(v) }
 
 // digestAndKey returns the request digest of doc (Digest of the document
 // without "digest") and the policy cache key: the SHA-256 of the canonical
@@ -114,10 +103,7 @@ func withMember(obj []byte, name, value string) ([]byte, error) {
 }
 
 // utf16Less orders member names as RFC 8785 does: by UTF-16 code units.
-func utf16Less(a, b string) bool {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	return slices.Compare(ua, ub) < 0
-}
+func utf16Less(a, b string) bool { return canonicalpkg.Less(a, b) }
 
 // PolicyKey returns the decision-cache key of a policy input that has no
 // per-call members (the availability input): the SHA-256 of its canonical

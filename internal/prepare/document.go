@@ -24,7 +24,7 @@ func principalValue(id *auth.Identity) map[string]any {
 
 // ToolValue is the tool object shown to policy.
 func ToolValue(s *tools.Spec) map[string]any {
-	return map[string]any{
+	v := map[string]any{
 		"name":    s.Name,
 		"kind":    s.Kind,
 		"effects": anyStrings(s.Effects),
@@ -35,6 +35,10 @@ func ToolValue(s *tools.Spec) map[string]any {
 			"open_world":  s.Annotations.OpenWorld,
 		},
 	}
+	if s.SchemaDigest != "" {
+		v["schema_digest"] = s.SchemaDigest
+	}
+	return v
 }
 
 // AvailabilityInput is the input of the availability entrypoint: who asks

@@ -84,7 +84,15 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 	if perr := validate(schema, args); perr != nil {
 		return nil, perr
 	}
-	plan, err := c.Tool.Prepare(ctx, c.Env, args)
+	// The tool sees, and the frozen call keeps, its own copy of the
+	// environment naming this call.
+	env := *c.Env
+	env.Principal = c.Identity.Principal
+	env.Roles = append([]string(nil), c.Identity.Roles...)
+	env.CallID = c.CallID
+	env.SessionID = c.SessionID
+	env.RequestDigest = ""
+	plan, err := c.Tool.Prepare(ctx, &env, args)
 	if err != nil {
 		var ae *tools.ArgError
 		if errors.As(err, &ae) {
@@ -104,12 +112,13 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		return nil, fmt.Errorf("prepare %s: digest: %w", spec.Name, err)
 	}
 	doc["digest"] = digest
+	env.RequestDigest = digest
 	// doc is frozen from here on, so converting it later is converting it
 	// now.
 	input := sync.OnceValues(func() (ast.Value, error) { return ast.InterfaceToValue(doc) })
 	return &Prepared{
 		tool:      c.Tool,
-		env:       c.Env,
+		env:       &env,
 		callID:    c.CallID,
 		sessionID: c.SessionID,
 		doc:       doc,

@@ -217,3 +217,46 @@ func BenchmarkPrepare(b *testing.B) {
 		}
 	}
 }
+
+// The frozen call carries who asked and what was decided, for tools that
+// assert it to a service (upstream tools), and a spec's schema digest is
+// part of the request document.
+func TestPreparedEnvironmentNamesTheCall(t *testing.T) {
+	tool := newEcho()
+	tool.spec.SchemaDigest = "sha256:5c4e"
+	reg, _ := tools.NewRegistry(tool)
+	p, err := New(reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen *tools.Env
+	spy := &envSpy{echoTool: tool, seen: &seen}
+	base := &tools.Env{Tenant: "acme"}
+	pr, err := p.Prepare(context.Background(), Call{Identity: alice, SessionID: "s-1", CallID: "c-1", Tool: spy, Env: base, RawArgs: []byte(`{"text":"a"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.Run(context.Background(), tools.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Principal != "alice" || seen.CallID != "c-1" || seen.SessionID != "s-1" || seen.RequestDigest != pr.Digest() ||
+		len(seen.Roles) != 1 || seen.Roles[0] != "developer" {
+		t.Fatalf("run environment %+v", seen)
+	}
+	if base.CallID != "" || base.RequestDigest != "" {
+		t.Fatalf("the tenant's shared environment was modified: %+v", base)
+	}
+	if pr.Document()["tool"].(map[string]any)["schema_digest"] != "sha256:5c4e" {
+		t.Fatalf("document tool = %v", pr.Document()["tool"])
+	}
+}
+
+type envSpy struct {
+	*echoTool
+	seen **tools.Env
+}
+
+func (s *envSpy) Run(ctx context.Context, env *tools.Env, a any, lim tools.Limits) (tools.Result, error) {
+	*s.seen = env
+	return s.echoTool.Run(ctx, env, a, lim)
+}

@@ -51,6 +51,10 @@ type Spec struct {
 	Effects     []string
 	Annotations Annotations
 	Limits      Limits
+	// SchemaDigest, when set, is "sha256:" + hex of the canonical
+	// InputSchema. Upstream tools set it, so that an edited schema is
+	// visible to policy and audit (tool.schema_digest).
+	SchemaDigest string
 }
 
 // Resource is one normalized, typed target of a call as policy sees it, e.g.
@@ -78,6 +82,12 @@ type Env struct {
 	Principal string // the verified caller, for tools that record ownership
 	SessionID string // "" when the call named no session
 	Workspace *Workspace
+	// Roles, CallID and RequestDigest describe the call being prepared
+	// and run; prepare fills them in (RequestDigest only for Run, once the
+	// document is built). Upstream tools assert them to their service.
+	Roles         []string
+	CallID        string
+	RequestDigest string
 }
 
 // Result is what a tool returns when it ran. Content is what the model sees.
@@ -118,6 +128,12 @@ func (e *ArgError) Error() string { return fmt.Sprintf("%s: %s", e.Pointer, e.Ru
 type ModelError struct{ Message string }
 
 func (e *ModelError) Error() string { return e.Message }
+
+// ErrPermanent marks a Run error after which retrying, or going on with
+// the run the call belongs to, cannot help (an upstream declared it). The
+// model sees "the tool failed"; the API answers with a non-200 status the
+// platform can act on.
+var ErrPermanent = errors.New("the tool reported a permanent failure")
 
 // ErrTargetChanged reports that what was prepared (a file's identity, a
 // resolved address) is not what would be touched now.

@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPolicyEvalExplainsWithoutEffectOrAuditEvent(t *testing.T) {
+	h := start(t)
+	admin := h.token("acme", "pat", "policy-admin")
+	before := h.snapshot()
+	n := h.verify("acme")
+
+	for _, tc := range []struct {
+		name, body, outcome string
+		wantRule            string
+		wantReason          string
+	}{
+		{"a would-be write to a protected path", `{"tool":"write-file","arguments":{"path":"secrets/x","content":"y"},"principal":{"id":"alice","roles":["developer"]}}`,
+			"denied", "data.toolgate.authz.deny", "secrets/x"},
+		{"a would-be read", `{"tool":"read-file","arguments":{"path":"docs/guide.md"},"principal":{"id":"alice","roles":["developer"]}}`,
+			"allow", "data.toolgate.authz.grants", "allowed"},
+		{"a held write", `{"tool":"write-file","arguments":{"path":"release/VERSION","content":"2"},"principal":{"id":"alice","roles":["developer"]}}`,
+			"approval_required", "data.toolgate.authz.approvals", "need a human"},
+		{"a hidden tool", `{"tool":"write-file","arguments":{},"principal":{"id":"vera","roles":["viewer"]}}`,
+			"unavailable", "", ""},
+		{"bad arguments", `{"tool":"read-file","arguments":{"path":"../x"},"principal":{"id":"alice","roles":["developer"]}}`,
+			"invalid_arguments", "", ""},
+		{"a supplied document", `{"input":{"tenant":"acme","principal":{"id":"alice","roles":["developer"],"groups":[],"claims":{}},"tool":{"name":"read-file"},"resources":[{"type":"file","path":"secrets/db.env","access":"read"}],"args":{}}}`,
+			"denied", "data.toolgate.authz.deny", "secrets/db.env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.do("POST", "/v1/policy/eval", admin, []byte(tc.body))
+			if r.status != 200 || r.str("outcome") != tc.outcome {
+				t.Fatalf("eval: %d %s", r.status, r.raw)
+			}
+			if tc.wantRule != "" {
+				var rules []string
+				for _, f := range r.body["rules"].([]any) {
+					rules = append(rules, f.(map[string]any)["rule"].(string))
+				}
+				if !strings.Contains(strings.Join(rules, " "), tc.wantRule) {
+					t.Errorf("rules %v lack %s", rules, tc.wantRule)
+				}
+				if !strings.Contains(strings.Join(strs(r.body["reasons"]), ";"), tc.wantReason) {
+					t.Errorf("reasons %v lack %q", r.body["reasons"], tc.wantReason)
+				}
+			}
+		})
+	}
+
+	for _, mode := range []string{"notes", "fails", "full"} {
+		r := h.do("POST", "/v1/policy/eval", admin, []byte(`{"explain":"`+mode+`","tool":"read-file","arguments":{"path":"secrets/db.env"},"principal":{"id":"alice","roles":["developer"]}}`))
+		lines := strs(r.body["explanation"])
+		if r.status != 200 || (mode != "notes" && len(lines) == 0) {
+			t.Fatalf("explain=%s: %d %s", mode, r.status, r.raw)
+		}
+		if mode == "full" && !strings.Contains(strings.Join(lines, "\n"), "Enter data.toolgate.authz.decision") {
+			t.Errorf("full explanation does not trace the decision:\n%s", strings.Join(lines, "\n"))
+		}
+	}
+
+	for _, tc := range []struct{ name, body string }{
+		{"both shapes", `{"input":{},"tool":"read-file","principal":{"id":"a"}}`},
+		{"no principal", `{"tool":"read-file"}`},
+		{"another tenant's document", `{"input":{"tenant":"globex"}}`},
+		{"unknown explain", `{"input":{},"explain":"all"}`},
+		{"unknown member", `{"input":{},"tenant":"globex"}`},
+	} {
+		if r := h.do("POST", "/v1/policy/eval", admin, []byte(tc.body)); r.status != 400 {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.raw)
+		}
+	}
+	if r := h.do("POST", "/v1/policy/eval", h.token("acme", "alice", "developer"), []byte(`{"input":{}}`)); r.status != 403 {
+		t.Fatalf("eval without policy-admin: %d", r.status)
+	}
+	h.assertUnchanged(before)
+	if got := h.verify("acme"); got != n {
+		t.Fatalf("evaluations wrote %d audit events", got-n)
+	}
+}

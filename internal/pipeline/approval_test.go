@@ -1,0 +1,124 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/approval"
+	"github.com/toolgate/toolgate/internal/auth"
+)
+
+// authzHold holds every call; the obligation comes from data.ttl_ms when
+// set. A second decision (input.approval) allows.
+const authzHold = `package toolgate.authz
+
+default ttl := {}
+
+ttl := {"approval_ttl_ms": data.ttl_ms} if data.ttl_ms
+
+decision := {"allow": true, "approval_required": true, "reasons": ["held"], "obligations": ttl}
+`
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func holdingFixture(t *testing.T, data string) (*fixture, *probeTool) {
+	t.Helper()
+	probe := newProbe()
+	policy := map[string]string{"a.rego": allowAll, "b.rego": authzHold}
+	if data != "" {
+		policy["data.json"] = data
+	}
+	f := newFixture(t, policy, probe)
+	st, err := approval.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f.pl.o.Approvals, f.pl.o.ApprovalTTL = st, time.Hour
+	f.pl.o.Now = func() time.Time { return t0 }
+	return f, probe
+}
+
+func TestAnObligationMayShortenTheApprovalTTLButNeverLengthenIt(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       time.Duration
+	}{
+		{"the configured ttl", "", time.Hour},
+		{"a shorter obligation", `{"ttl_ms": 60000}`, time.Minute},
+		{"a longer obligation is ignored", `{"ttl_ms": 7200000}`, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, probe := holdingFixture(t, tc.data)
+			resp, err := f.pl.Call(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Outcome != OutcomeApprovalRequired || probe.ran.Load() != 0 {
+				t.Fatalf("outcome %s, ran %d", resp.Outcome, probe.ran.Load())
+			}
+			a, err := f.pl.o.Approvals.Get(context.Background(), "acme", resp.Data["approval_id"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.ExpiresAt.Sub(t0); got != tc.want {
+				t.Fatalf("expires after %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecisionsInPDPModeHoldNothing(t *testing.T) {
+	f, _ := holdingFixture(t, "")
+	resp, err := f.pl.Decide(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
+	if err != nil || resp.Outcome != OutcomeApprovalRequired || resp.Data != nil {
+		t.Fatalf("decide: %+v %v", resp, err)
+	}
+	l, _ := f.pl.o.Approvals.List(context.Background(), "acme", approval.Filter{})
+	if len(l) != 0 {
+		t.Fatalf("PDP mode held %d calls", len(l))
+	}
+}
+
+func TestApprovalRunsThePreparedArtifactOfTheHeldCall(t *testing.T) {
+	f, probe := holdingFixture(t, "")
+	resp, err := f.pl.Call(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"ls -la"}`), CallID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	a, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: resp.Data["approval_id"].(string)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != "ok" || a.Result.Content != "ran ls -la" || probe.ran.Load() != 1 || probe.lastText.Load() != "ls -la" {
+		t.Fatalf("approved: %+v %+v ran %d", a, a.Result, probe.ran.Load())
+	}
+	if _, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: a.ID}); !errors.Is(err, ErrApprovalDecided) {
+		t.Fatalf("second approval: %v", err)
+	}
+	if probe.ran.Load() != 1 {
+		t.Fatal("ran twice")
+	}
+}
+
+func TestApprovalWithoutPolicyFailsClosedAndStaysPending(t *testing.T) {
+	f, probe := holdingFixture(t, "")
+	resp, err := f.pl.Call(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pl.o.Engine = newFixture(t, nil).pl.o.Engine // no policy loaded
+	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	id := resp.Data["approval_id"].(string)
+	if _, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: id}); !errors.Is(err, ErrPolicy) {
+		t.Fatalf("approve without policy: %v", err)
+	}
+	a, _ := f.pl.o.Approvals.Get(context.Background(), "acme", id)
+	if a.Status != approval.StatusPending || probe.ran.Load() != 0 {
+		t.Fatalf("after a failed approval: %s, ran %d", a.Status, probe.ran.Load())
+	}
+}
