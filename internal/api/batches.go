@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,7 +82,13 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, run bool) {
 	msg := reason + "; nothing was run"
 	if out.Failed >= 0 {
 		f := out.Results[out.Failed]
-		results[out.Failed] = batchFailure{CallID: f.CallID, DecisionID: f.DecisionID, Error: errorDetail{Code: code, Message: reason + "; this call was not run"}}
+		callMsg := reason + "; this call was not run"
+		if errors.Is(out.Err, pipeline.ErrToolPermanent) {
+			// As a single call's 424: the call ran (both its events are
+			// audited) and retrying cannot help.
+			callMsg = reason + "; end the run rather than retry"
+		}
+		results[out.Failed] = batchFailure{CallID: f.CallID, DecisionID: f.DecisionID, Error: errorDetail{Code: code, Message: callMsg}}
 		msg = fmt.Sprintf("%s at calls[%d]; the batch was canceled (see results: calls that had finished keep their results, the others are canceled)", reason, out.Failed)
 	}
 	writeJSON(w, status, batchErrorBody{Error: errorDetail{Code: code, Message: msg}, Results: results})

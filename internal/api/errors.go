@@ -55,6 +55,9 @@ func pipelineFailure(err error) (status int, code, reason string, retryAfter boo
 		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is overloaded", true
 	case errors.Is(err, pipeline.ErrAudit):
 		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable", false
+	case errors.Is(err, pipeline.ErrToolPermanent):
+		// Only a batch meets it as an error: the call ran.
+		return http.StatusFailedDependency, CodePermanentFailure, "the tool reported a permanent failure", false
 	}
 	return http.StatusInternalServerError, CodeInternal, "internal error", false
 }

@@ -169,3 +169,53 @@ func TestBatchPolicyFailureAnswersWithTheInitiatingStatus(t *testing.T) {
 	h.assertUnchanged(before)
 	h.verify("acme")
 }
+
+// A batch call that needs a human is held as a single call is: the caller
+// gets its approval id and polls it, the approver's approval runs it once,
+// and its siblings run without waiting for the human.
+func TestBatchHoldsACallForApprovalLikeASingleCall(t *testing.T) {
+	h := start(t)
+	alice := h.token("acme", "alice", "developer")
+	bob := h.token("acme", "bob", "approver")
+	r := h.do("POST", "/v1/batches", alice, []byte(`{"session_id":"s-1","calls":[
+		{"tool":"write-file","arguments":{"path":"release/VERSION","content":"2"},"call_id":"b-held"},
+		{"tool":"read-file","arguments":{"path":"docs/guide.md"},"call_id":"b-read"}
+	]}`))
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.raw)
+	}
+	res := r.results(t)
+	data, _ := res[0]["data"].(map[string]any)
+	id, _ := data["approval_id"].(string)
+	if res[0]["outcome"] != "approval_required" || res[0]["content"] != "approval required" || id == "" || data["expires_at"] == nil {
+		t.Fatalf("held call %v, want approval_required with an approval id", res[0])
+	}
+	if res[1]["outcome"] != "ok" {
+		t.Fatalf("sibling %v, want ok", res[1])
+	}
+	if h.release() != "1\n" {
+		t.Fatal("a held call ran")
+	}
+	if p := h.do("GET", "/v1/calls/b-held", alice, nil); p.status != 200 || p.str("outcome") != "pending" || p.str("approval_id") != id {
+		t.Fatalf("poll while pending: %d %s", p.status, p.raw)
+	}
+	ok := h.do("POST", "/v1/approvals/"+id+"/approve", bob, []byte(`{}`))
+	if ok.status != 200 || ok.str("outcome") != "ok" {
+		t.Fatalf("approve: %d %s", ok.status, ok.raw)
+	}
+	if got := h.release(); got != "2" {
+		t.Fatalf("release/VERSION = %q after approval, want the held content", got)
+	}
+	if p := h.do("GET", "/v1/calls/b-held", alice, nil); p.status != 200 || p.str("outcome") != "ok" {
+		t.Fatalf("poll after approval: %d %s", p.status, p.raw)
+	}
+	evs := h.events("acme", "call_id=b-held")
+	var steps []string
+	for i := len(evs) - 1; i >= 0; i-- {
+		steps = append(steps, evs[i]["phase"].(string)+":"+evs[i]["outcome"].(string))
+	}
+	if strings.Join(steps, " ") != "decision:approval_required decision:allow approval:approved result:ok" {
+		t.Fatalf("audit steps: %v", steps)
+	}
+	h.verify("acme")
+}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,10 +27,18 @@ type BatchCall struct {
 	CallID    string // optional; generated when empty
 }
 
+// ErrToolPermanent is the failure of a batch one of whose calls ran and
+// declared a permanent failure (Response.Permanent, an upstream's
+// tools.ErrPermanent): the call's own result stands, its siblings are
+// canceled, and the API answers 424 as for a single call.
+var ErrToolPermanent = errors.New("the tool reported a permanent failure")
+
 // BatchResponse holds one result per call, in request order. Err is the
-// permanent failure (ErrPolicy, ErrAudit, ErrOverloaded, internal) that
-// canceled the batch, nil when none; Failed is the index of the call that
-// met it, or -1 when no call did (no policy loaded at all).
+// permanent failure (ErrPolicy, ErrAudit, ErrOverloaded, ErrToolPermanent,
+// internal) that canceled the batch, nil when none; Failed is the index of
+// the call that met it, or -1 when no call did (no policy loaded at all).
+// The failed call's result is empty (it was not run) except for
+// ErrToolPermanent, where it is the call's audited tool_error.
 type BatchResponse struct {
 	Results []Response
 	Err     error
@@ -46,9 +55,12 @@ type BatchResponse struct {
 //     availability is checked again when a call gets its slot;
 //   - calls that touch the same target, one of them writing it, run in
 //     request order, never at once (see conflicts);
-//   - the first permanent failure cancels every call that has not
-//     finished: those are audited and answered as canceled, and Err is the
-//     initiating failure, never a sibling's cancellation.
+//   - the first permanent failure (policy or audit failure, or a tool
+//     that ran and declared a permanent failure) cancels every call that
+//     has not finished: those are audited and answered as canceled, and
+//     Err is the initiating failure, never a sibling's cancellation;
+//   - a call held for approval is held as a single call is (its result
+//     carries data.approval_id) and counts as finished.
 func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchResponse {
 	mode := "decision"
 	if run {
@@ -126,15 +138,20 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		}
 		b.results[i] = p.cancelCall(ctx, c)
 	}
+	// A tool's permanent failure is a result of a call that ran, not the
+	// gateway failing closed.
+	ran := errors.Is(b.err, ErrToolPermanent)
 	for i, r := range b.results {
-		if i != b.failed {
+		if i != b.failed || ran {
 			p.o.Metrics.Calls.WithLabelValues(mode, r.Outcome).Inc()
 		}
 	}
 	if b.err != nil {
-		p.o.Metrics.FailClosed.WithLabelValues(causeOf(b.err)).Inc()
 		out.Err, out.Failed = b.err, b.failed
-		out.Results[b.failed] = Response{CallID: calls[b.failed].callID, DecisionID: calls[b.failed].decisionID}
+		if !ran {
+			p.o.Metrics.FailClosed.WithLabelValues(causeOf(b.err)).Inc()
+			out.Results[b.failed] = Response{CallID: calls[b.failed].callID, DecisionID: calls[b.failed].decisionID}
+		}
 	}
 	return out
 }
@@ -227,7 +244,12 @@ func (p *Pipeline) decideAndRun(ctx context.Context, b *batch, calls []*call, ga
 			if b.isFailed() {
 				return
 			}
-			b.finish(i, p.execute(ctx, c, a))
+			resp = p.execute(ctx, c, a)
+			if resp.Permanent {
+				b.failRan(i, resp)
+				return
+			}
+			b.finish(i, resp)
 		}()
 	}
 	wg.Wait()
@@ -311,6 +333,20 @@ func (b *batch) fail(i int, err error) {
 		return
 	}
 	b.err, b.failed = err, i
+	b.cancel()
+}
+
+// failRan records call i's final response, a permanent failure the tool
+// declared after it ran: the first such failure (or any other) cancels the
+// batch, as fail does.
+func (b *batch) failRan(i int, r Response) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.results[i], b.final[i] = r, true
+	if b.err != nil {
+		return
+	}
+	b.err, b.failed = ErrToolPermanent, i
 	b.cancel()
 }
 

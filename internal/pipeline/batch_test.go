@@ -349,3 +349,49 @@ func TestBatchDecisionsRunNothing(t *testing.T) {
 		}
 	}
 }
+
+// A tool that ran and declared a permanent failure (an upstream's
+// tools.ErrPermanent) ends the batch like a policy failure does, except
+// that its own result stands: it ran and was audited.
+func TestBatchToolPermanentFailureCancelsSiblingsAndKeepsItsResult(t *testing.T) {
+	tt := &targetTool{}
+	runsStarted := make(chan struct{})
+	tt.run = func(ctx context.Context, name string) error {
+		switch name {
+		case "runs":
+			close(runsStarted)
+			<-ctx.Done() // until the batch is canceled
+			return ctx.Err()
+		case "perm":
+			<-runsStarted
+			return fmt.Errorf("%w: the service was retired", tools.ErrPermanent)
+		}
+		return nil
+	}
+	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAllow}, tt)
+	out := f.pl.Batch(context.Background(), BatchRequest{Identity: alice, Calls: []BatchCall{
+		targetCall("runs", "p", "write"),
+		targetCall("perm", "x", "read"),
+		targetCall("waits", "p", "write"), // after "runs": same file
+	}}, true)
+	if !errors.Is(out.Err, ErrToolPermanent) || out.Failed != 1 {
+		t.Fatalf("err %v at %d, want ErrToolPermanent at call 1", out.Err, out.Failed)
+	}
+	if r := out.Results[1]; r.CallID != "perm" || r.Outcome != "tool_error" || !r.Permanent || r.DecisionID == "" {
+		t.Errorf("initiating call: %+v, want its own permanent tool_error", r)
+	}
+	if evs := f.events(t, "perm"); len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != "tool_error" || evs[1].Outcome != OutcomeAllow {
+		t.Errorf("initiating call's events %+v, want allow then its tool_error result", evs)
+	}
+	if r := out.Results[0]; r.Outcome != OutcomeCanceled || r.Permanent || r.Data["started"] != true || r.Data["effects"] != EffectsNotUndone {
+		t.Errorf("running sibling: %+v, want canceled, started, effects not undone", r)
+	}
+	if r := out.Results[2]; r.Outcome != OutcomeCanceled || r.Data["started"] != false {
+		t.Errorf("waiting sibling: %+v, want canceled, not started", r)
+	}
+	for _, id := range []string{"runs", "waits"} {
+		if evs := f.events(t, id); len(evs) == 0 || evs[0].Outcome != OutcomeCanceled || evs[0].Reasons[0] != ReasonCanceled {
+			t.Errorf("sibling %s: events %+v, want a canceled event last", id, evs)
+		}
+	}
+}
