@@ -232,11 +232,14 @@ func TestBatchPermanentFailureCancelsUnfinishedSiblings(t *testing.T) {
 	t.Run("availability error at a slot: the running call is canceled and says its effects stay", func(t *testing.T) {
 		tt := &targetTool{}
 		swapped := make(chan struct{})
+		finishesRuns := make(chan struct{})
 		var f *fixture
 		tt.run = func(ctx context.Context, name string) error {
 			switch name {
 			case "runs":
-				// Withdraw the policy's sanity while this call runs.
+				// Withdraw the policy's sanity while this call runs, once
+				// "finishes" passed its own availability check.
+				<-finishesRuns
 				pdir := filepath.Join(filepath.Dir(f.ws), "policies")
 				if err := os.WriteFile(filepath.Join(pdir, "a.rego"), []byte(brokenAvailability), 0o644); err != nil {
 					return err
@@ -248,6 +251,7 @@ func TestBatchPermanentFailureCancelsUnfinishedSiblings(t *testing.T) {
 				<-ctx.Done()
 				return ctx.Err()
 			case "finishes":
+				close(finishesRuns)
 				<-swapped
 			}
 			return nil
