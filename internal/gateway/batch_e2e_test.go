@@ -219,3 +219,29 @@ func TestBatchHoldsACallForApprovalLikeASingleCall(t *testing.T) {
 	}
 	h.verify("acme")
 }
+
+// Every batch call's decision is also decided by the shadow policy, as a
+// single call's is, without changing its outcome.
+func TestBatchCallsAreShadowDecidedLikeSingleCalls(t *testing.T) {
+	shadowDir := filepath.Join(t.TempDir(), "shadow")
+	writeShadowPolicy(t, shadowDir)
+	h := start(t, func(s *setup) { s.policyYAML = "  shadow: " + shadowDir + "\n" })
+	r := h.do("POST", "/v1/batches", h.token("acme", "alice", "developer"), []byte(`{"calls":[
+		{"tool":"read-file","arguments":{"path":"docs/guide.md"},"call_id":"s-read"},
+		{"tool":"write-file","arguments":{"path":"notes/s.txt","content":"x"},"call_id":"s-write"}
+	]}`))
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.raw)
+	}
+	for i, want := range []struct{ id, shadow string }{{"s-read", "denied"}, {"s-write", "allow"}} {
+		if res := r.results(t)[i]; res["outcome"] != "ok" {
+			t.Fatalf("call %s: %v, want the enforced ok", want.id, res)
+		}
+		evs := h.events("acme", "phase=decision&call_id="+want.id)
+		sh, _ := evs[0]["shadow"].(map[string]any)
+		if sh["revision"] != "shadow-1" || sh["outcome"] != want.shadow {
+			t.Errorf("call %s: shadow %v, want %s", want.id, sh, want.shadow)
+		}
+	}
+	h.verify("acme")
+}

@@ -76,3 +76,26 @@ func TestSkillToolEndToEnd(t *testing.T) {
 	}
 	h.verify("acme")
 }
+
+// Policy eval prepares a would-be skill call as the real call would be:
+// against the impersonated caller's own schema, so a skill availability
+// does not offer that caller is invalid there too.
+func TestPolicyEvalHoldsAWouldBeSkillCallToTheCallersSchema(t *testing.T) {
+	h := start(t, withSkills(t))
+	admin := h.token("acme", "pat", "policy-admin")
+	viewer := h.token("acme", "victor", "viewer")
+	for _, tc := range []struct{ name, args, eval, call string }{
+		{"an offered skill", `{"name":"code-review"}`, "allow", "ok"},
+		{"a skill not offered to the caller", `{"name":"release-notes"}`, "invalid_arguments", "invalid_arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.do("POST", "/v1/policy/eval", admin, []byte(`{"tool":"skill","arguments":`+tc.args+`,"principal":{"id":"victor","roles":["viewer"]}}`))
+			if r.status != 200 || r.str("outcome") != tc.eval {
+				t.Fatalf("eval: %d %s, want %s", r.status, r.raw, tc.eval)
+			}
+			if real := h.call(viewer, "skill", `{"arguments":`+tc.args+`}`); real.str("outcome") != tc.call {
+				t.Fatalf("the real call: %d %s, want %s", real.status, real.raw, tc.call)
+			}
+		})
+	}
+}
