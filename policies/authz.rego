@@ -129,6 +129,7 @@ resource_types := {
 	"task-list": {"task_list"},
 	"task-update": {"task"},
 	"task-get": {"task"},
+	"skill": {"skill"},
 	"ask-user": set(),
 }
 
@@ -354,6 +355,7 @@ main_types := {
 	"process-output": "process",
 	"process-input": "process",
 	"process-stop": "process",
+	"skill": "skill",
 }
 
 missing_resource := sprintf("the call carries no %s resource", [t]) if {
@@ -638,6 +640,51 @@ fetch_grants[r] contains sprintf("allowed: %s may fetch %s", [name, pattern]) if
 fetch_denials contains sprintf("fetch of %s is not allowed for your roles", [r.host]) if {
 	some r in fetches
 	not fetch_grants[r]
+}
+
+# ---------------------------------------------------------------------------
+# Skills
+#
+# A skill resource names the skill, its version and the digest of the
+# SKILL.md that would be served. The caller's roles must list the skill in
+# roles.<name>.skills (or "*"), and where the tenant pins a skill's digest
+# (skill_digests.<name>) only that exact content may be served: an edit
+# nobody reviewed is denied until the pin moves.
+
+deny contains reason if {
+	input.tool.name == "skill"
+	some reason in skill_denials
+}
+
+grants contains reason if {
+	input.tool.name == "skill"
+	some r in skills
+	some name in lib.skill_grants(r.name)
+	reason := sprintf("allowed: %s may load skill %s", [name, r.name])
+}
+
+skill_denials contains missing_resource
+
+skills contains r if {
+	some r in input.resources
+	r.type == "skill"
+}
+
+skill_denials contains "a skill resource has no name" if {
+	some r in skills
+	not is_string(object.get(r, "name", null))
+}
+
+skill_denials contains sprintf("skill %s is not allowed for your roles", [r.name]) if {
+	some r in skills
+	is_string(r.name)
+	count(lib.skill_grants(r.name)) == 0
+}
+
+skill_denials contains sprintf("skill %s is not the reviewed version", [r.name]) if {
+	some r in skills
+	pinned := lib.tenant.skill_digests[r.name]
+	not object.get(r, "digest", null) == pinned
 }
 
 # ---------------------------------------------------------------------------

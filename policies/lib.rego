@@ -28,6 +28,27 @@ offers(role, _) if "*" in role.tools
 
 offers(role, tool) if tool in role.tools
 
+# choice_offered holds when the availability question is about a tool as a
+# whole (no input.choice), or about one of a tool's choices that the
+# caller's roles offer. Skills are the only choices: a skill is offered
+# when one of the caller's roles lists it in roles.<name>.skills (or "*").
+choice_offered if not input.choice
+
+choice_offered if {
+	input.choice.type == "skill"
+	count(skill_grants(input.choice.name)) > 0
+}
+
+# skill_grants(skill) names the caller's roles that offer the skill.
+skill_grants(skill) := {name |
+	some name, role in roles
+	offers_skill(role, skill)
+}
+
+offers_skill(role, _) if "*" in role.skills
+
+offers_skill(role, skill) if skill in role.skills
+
 # protected(path) holds when the path matches one of the tenant's protected
 # globs: nobody may read, list or write it, whatever their roles grant.
 protected(path) if {

@@ -44,20 +44,31 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
 }
 
-// writePipelineError maps a pipeline failure to its status in one place:
+// pipelineFailure maps a pipeline failure to its status in one place:
 // every dependency failure fails closed with 503, anything else is 500.
-func writePipelineError(w http.ResponseWriter, err error) {
+// reason is model-safe and says what failed, not what happened to the call.
+func pipelineFailure(err error) (status int, code, reason string, retryAfter bool) {
 	switch {
 	case errors.Is(err, pipeline.ErrPolicy):
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "policy is unavailable; nothing was run")
+		return http.StatusServiceUnavailable, CodeUnavailable, "policy is unavailable", false
 	case errors.Is(err, pipeline.ErrOverloaded):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is overloaded; nothing was run")
+		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is overloaded", true
 	case errors.Is(err, pipeline.ErrAudit):
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable; nothing was run")
-	default:
-		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error; nothing was run")
+		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable", false
+	case errors.Is(err, pipeline.ErrToolPermanent):
+		// Only a batch meets it as an error: the call ran.
+		return http.StatusFailedDependency, CodePermanentFailure, "the tool reported a permanent failure", false
 	}
+	return http.StatusInternalServerError, CodeInternal, "internal error", false
+}
+
+// writePipelineError writes the failure of a single call or decision.
+func writePipelineError(w http.ResponseWriter, err error) {
+	status, code, reason, retry := pipelineFailure(err)
+	if retry {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, status, code, reason+"; nothing was run")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

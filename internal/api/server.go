@@ -42,6 +42,9 @@ type Options struct {
 	Gatherer     prometheus.Gatherer // for /metrics
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // default 1 MiB
+	// MaxBatchCalls bounds the calls of one batch (default
+	// DefaultMaxBatchCalls).
+	MaxBatchCalls int
 	// Confinement, when set, is reported by /readyz: which OS confinement
 	// commands run under (never claimed when not active).
 	Confinement any
@@ -65,6 +68,9 @@ func New(o Options) *Server {
 	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
+	}
+	if o.MaxBatchCalls <= 0 {
+		o.MaxBatchCalls = DefaultMaxBatchCalls
 	}
 	return &Server{o: o}
 }
@@ -92,6 +98,8 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/tools", s.listTools)
 		r.Post("/tools/{name}/calls", s.callTool)
 		r.Post("/tools/{name}/decisions", s.decideTool)
+		r.Post("/batches", s.callBatch)
+		r.Post("/batches/decisions", s.decideBatch)
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RoleAuditor))
 			r.Get("/audit/events", s.listEvents)

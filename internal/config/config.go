@@ -116,6 +116,11 @@ type Tenant struct {
 	// Seed, when set, is a folder copied into Workspace on start if the
 	// workspace does not exist yet (the demo tenant uses it).
 	Seed string `yaml:"seed"`
+	// Skills, when set, is the tenant's skill library (absolute after
+	// Load): one folder per skill, each with a SKILL.md, served by the
+	// skill tool. It must not overlap any workspace, so that no agent can
+	// rewrite the instructions it is given.
+	Skills string `yaml:"skills"`
 }
 
 // Tools selects the tools the gateway offers.
@@ -132,6 +137,11 @@ type Limits struct {
 	MaxArgDepth    int           `yaml:"max_arg_depth"`    // default 32
 	DefaultTimeout time.Duration `yaml:"default_timeout"`  // per call, default 30s
 	MaxOutputBytes int           `yaml:"max_output_bytes"` // model-facing content, default 64 KiB
+	// MaxBatchCalls bounds the calls of one POST /v1/batches (default 32).
+	MaxBatchCalls int `yaml:"max_batch_calls"`
+	// TenantConcurrency bounds how many batch calls of one tenant run at
+	// once, across all its batches (default 8).
+	TenantConcurrency int `yaml:"tenant_concurrency"`
 }
 
 // Log configures the process log.

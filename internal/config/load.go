@@ -33,6 +33,8 @@ const (
 	DefaultMaxArgDepth    = 32
 	DefaultTimeout        = 30 * time.Second
 	DefaultMaxOutputBytes = 64 << 10
+	DefaultMaxBatchCalls  = 32
+	DefaultTenantConc     = 8
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
 	DefaultApprovalTTL    = time.Hour
@@ -114,6 +116,9 @@ func defaults() *Config {
 			MaxArgDepth:    DefaultMaxArgDepth,
 			DefaultTimeout: DefaultTimeout,
 			MaxOutputBytes: DefaultMaxOutputBytes,
+
+			MaxBatchCalls:     DefaultMaxBatchCalls,
+			TenantConcurrency: DefaultTenantConc,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},

@@ -177,6 +177,13 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"jwks file missing",
 			replace("    hs256_secret_file: var/dev-jwt-secret", "    jwks_file: keys.json"), 9, "auth.jwt.jwks_file", "no such file"},
 		{"negative decision cache", replace("  dir: policies", "  dir: policies\n  decision_cache: -1"), 4, "policy.decision_cache", "must be 0 (off)"},
+		{"zero batch size", goodYAML + "limits:\n  max_batch_calls: 0\n", 21, "limits.max_batch_calls", "must be positive"},
+		{"huge batch size", goodYAML + "limits:\n  max_batch_calls: 5000\n", 21, "limits.max_batch_calls", "must be at most 1024, got 5000"},
+		{"zero tenant concurrency", goodYAML + "limits:\n  tenant_concurrency: 0\n", 21, "limits.tenant_concurrency", "must be positive"},
+		{"missing skills folder", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: skills/gone"),
+			18, "tenants.acme.skills", "does not exist"},
+		{"skills inside a workspace", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: var/workspaces/acme"),
+			18, "tenants.acme.skills", `overlaps the workspace of tenant "acme"`},
 		{"bad log level", goodYAML + "log:\n  level: loud\n", 21, "log.level", `got "loud"`},
 		{"pprof on a public address", goodYAML + "debug:\n  pprof_listen: \"0.0.0.0:6060\"\n", 21, "debug.pprof_listen", "must be a loopback address"},
 		{"pprof without port", goodYAML + "debug:\n  pprof_listen: localhost\n", 21, "debug.pprof_listen", "must be host:port"},
@@ -296,6 +303,9 @@ audit:    # null section keeps its defaults
 		{"limits.default_timeout", cfg.Limits.DefaultTimeout, 30 * time.Second},
 		{"limits.max_output_bytes", cfg.Limits.MaxOutputBytes, 65536},
 		{"policy.decision_cache", cfg.Policy.DecisionCache, 4096},
+		{"limits.max_batch_calls", cfg.Limits.MaxBatchCalls, 32},
+		{"limits.tenant_concurrency", cfg.Limits.TenantConcurrency, 8},
+		{"tenants.acme.skills", cfg.Tenants["acme"].Skills, ""},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
 		{"file", cfg.File, file},
@@ -373,7 +383,7 @@ func TestLoadResolvesRelativePathsAgainstConfigFolder(t *testing.T) {
 		"  dir: policies", "  dir: ../policies",
 		"  dsn: var/audit.db", "  dsn: ../var/audit.db",
 		"var/dev-jwt-secret", "../var/dev-jwt-secret",
-		"    workspace: var/workspaces/acme", "    workspace: ../var/workspaces/acme\n    seed: ../seeds/demo",
+		"    workspace: var/workspaces/acme", "    workspace: ../var/workspaces/acme\n    seed: ../seeds/demo\n    skills: ../seeds/demo",
 	).Replace(goodYAML)
 	if err := os.WriteFile(filepath.Join(conf, "gateway.yaml"), []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -390,6 +400,7 @@ func TestLoadResolvesRelativePathsAgainstConfigFolder(t *testing.T) {
 		"hs256_secret_file":      filepath.Join(dir, "var", "dev-jwt-secret"),
 		"tenants.acme.workspace": filepath.Join(dir, "var", "workspaces", "acme"),
 		"tenants.acme.seed":      filepath.Join(dir, "seeds", "demo"),
+		"tenants.acme.skills":    filepath.Join(dir, "seeds", "demo"),
 	}
 	got := map[string]string{
 		"file":                   cfg.File,
@@ -398,6 +409,7 @@ func TestLoadResolvesRelativePathsAgainstConfigFolder(t *testing.T) {
 		"hs256_secret_file":      cfg.Auth.JWT.HS256SecretFile,
 		"tenants.acme.workspace": cfg.Tenants["acme"].Workspace,
 		"tenants.acme.seed":      cfg.Tenants["acme"].Seed,
+		"tenants.acme.skills":    cfg.Tenants["acme"].Skills,
 	}
 	for k, w := range want {
 		if got[k] != w {
@@ -419,6 +431,7 @@ func TestLoadAcceptsOtherValidShapes(t *testing.T) {
 			"  driver: postgres\n  dsn: host=db.internal dbname=audit user=toolgate", 1)},
 		{"api keys only", strings.Replace(goodYAML, "  jwt:\n    hs256_secret_file: var/dev-jwt-secret\n", "", 1)},
 		{"listen on all interfaces, any port", strings.Replace(goodYAML, `listen: "127.0.0.1:9090"`, `listen: ":0"`, 1)},
+		{"skill library beside the workspace", strings.Replace(goodYAML, "    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: seeds/demo", 1)},
 		{"empty tool list", strings.Replace(goodYAML, "[read-file, write-file]", "[]", 1)},
 	}
 	for _, tt := range tests {

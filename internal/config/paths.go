@@ -40,6 +40,7 @@ func resolvePaths(cfg *Config, base string) {
 	for name, t := range cfg.Tenants {
 		t.Workspace = abs(t.Workspace)
 		t.Seed = abs(t.Seed)
+		t.Skills = abs(t.Skills)
 		cfg.Tenants[name] = t
 	}
 }

@@ -53,6 +53,7 @@ func (v *validator) config(c *Config) {
 	v.policy(c.Policy)
 	v.audit(c.Audit)
 	v.tenants(c.Tenants)
+	v.skills(c.Tenants)
 	v.auth(c.Auth, c.Tenants)
 	v.upstreams(c, v.tools(c.Tools))
 	v.limits(c.Limits)
@@ -185,6 +186,10 @@ func (v *validator) policy(p Policy) {
 	}
 }
 
+// MaxBatchCalls is the largest limits.max_batch_calls: a batch is one
+// model turn's parallel calls, not a bulk interface.
+const MaxBatchCalls = 1024
+
 // MinRetention is the shortest audit.retention: shorter ones are more
 // likely a unit slip ("30m" for "30d") than a wish to delete audit
 // evidence within minutes.
@@ -265,6 +270,25 @@ func (v *validator) tenants(ts map[string]Tenant) {
 			wa, wb := ts[a].Workspace, ts[b].Workspace
 			if wa != "" && wb != "" && (within(wa, wb) || within(wb, wa)) {
 				v.add(joinKey("tenants", b)+".workspace", "overlaps the workspace of tenant %q", a)
+			}
+		}
+	}
+}
+
+// skills checks the tenants' skill libraries: existing folders outside
+// every workspace, since a skill's text becomes a model's instructions.
+func (v *validator) skills(ts map[string]Tenant) {
+	for _, name := range sortedKeys(ts) {
+		dir := ts[name].Skills
+		if dir == "" {
+			continue
+		}
+		key := joinKey("tenants", name) + ".skills"
+		v.dir(key, dir)
+		for _, other := range sortedKeys(ts) {
+			ws := ts[other].Workspace
+			if ws != "" && (within(dir, ws) || within(ws, dir)) {
+				v.add(key, "overlaps the workspace of tenant %q: agents could rewrite their own skills", other)
 			}
 		}
 	}
@@ -385,6 +409,13 @@ func (v *validator) limits(l Limits) {
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
 	positive("limits.max_arg_depth", int64(l.MaxArgDepth))
 	positive("limits.max_output_bytes", int64(l.MaxOutputBytes))
+	positive("limits.tenant_concurrency", int64(l.TenantConcurrency))
+	switch {
+	case l.MaxBatchCalls <= 0:
+		v.add("limits.max_batch_calls", "must be positive, got %d", l.MaxBatchCalls)
+	case l.MaxBatchCalls > MaxBatchCalls:
+		v.add("limits.max_batch_calls", "must be at most %d, got %d", MaxBatchCalls, l.MaxBatchCalls)
+	}
 	if l.DefaultTimeout <= 0 {
 		v.add("limits.default_timeout", "must be positive, got %s", l.DefaultTimeout)
 	}

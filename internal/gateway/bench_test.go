@@ -79,3 +79,53 @@ func BenchmarkHandlerDecisionReadFileParallel(b *testing.B) {
 func BenchmarkHandlerUnavailable(b *testing.B) {
 	benchHandler(b, "/v1/tools/no-such-tool/calls", readBody, false)
 }
+
+// Batch throughput: 16 reads as one POST /v1/batches against the same 16
+// reads as 16 single calls, one after another (a model turn's parallel
+// calls sent the way a platform without batches would). Both report
+// calls/s.
+//
+// go test -run '^$' -bench 'Sixteen' -benchmem ./internal/gateway/
+
+const sixteen = 16
+
+func benchSixteen(b *testing.B, batch bool) {
+	h := start(b)
+	tok := h.token("acme", "alice", "developer")
+	handler := h.g.Handler()
+	var calls bytes.Buffer
+	calls.WriteString(`{"session_id":"bench","calls":[`)
+	for i := range sixteen {
+		if i > 0 {
+			calls.WriteByte(',')
+		}
+		calls.WriteString(`{"tool":"read-file","arguments":{"path":"docs/guide.md"}}`)
+	}
+	calls.WriteString(`]}`)
+	post := func(path string, body []byte) {
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if batch {
+			post("/v1/batches", calls.Bytes())
+			continue
+		}
+		for range sixteen {
+			post("/v1/tools/read-file/calls", []byte(readBody))
+		}
+	}
+	b.ReportMetric(float64(sixteen*b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+func BenchmarkSixteenReadsAsOneBatch(b *testing.B) { benchSixteen(b, true) }
+
+func BenchmarkSixteenReadsAsSingleCalls(b *testing.B) { benchSixteen(b, false) }

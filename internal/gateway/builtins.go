@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/tools/ask"
 	"github.com/toolgate/toolgate/internal/tools/fetch"
 	"github.com/toolgate/toolgate/internal/tools/shell"
+	"github.com/toolgate/toolgate/internal/tools/skill"
 	"github.com/toolgate/toolgate/internal/tools/task"
 	"github.com/toolgate/toolgate/internal/tools/workspace"
 )
@@ -75,6 +76,24 @@ var families = []family{
 			}
 			g.closers = append(g.closers, st.Close)
 			return task.Tools(st, task.Options{}), nil
+		},
+	},
+	{
+		names: []string{"skill"},
+		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
+			libs := map[string]*skill.Library{}
+			for name, t := range g.cfg.Tenants {
+				if t.Skills == "" {
+					continue
+				}
+				lib, err := skill.Open(t.Skills)
+				if err != nil {
+					return nil, fmt.Errorf("tenants.%s.skills: %w", name, err)
+				}
+				g.closers = append(g.closers, lib.Close)
+				libs[name] = lib
+			}
+			return []tools.Tool{skill.New(libs)}, nil
 		},
 	},
 	{

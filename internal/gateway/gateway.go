@@ -159,14 +159,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	})
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
-		Audit: g.audit, Metrics: m, Logger: log,
+		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
-		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
 		Confinement: g.confinementReport(), JWKS: jwks,
 	}).Handler()
 	return g, nil

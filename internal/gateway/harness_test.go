@@ -43,6 +43,8 @@ type setup struct {
 	policy     func(dir string)  // edits the copied policy folder
 	files      map[string]string // extra workspace files, "tenant/path"
 	toolsYAML  string            // replaces the default tools section
+	acmeYAML   string            // appended to tenants.acme (e.g. "    skills: skills\n")
+	limitYAML  string            // appended to limits
 	policyYAML string            // more keys of the policy section, indented by two
 	// policySource replaces "  dir: policies\n" (e.g. with a bundle).
 	policySource string
@@ -126,11 +128,11 @@ auth:
 %stenants:
   acme:
     workspace: ws/acme
-  globex:
+%s  globex:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s`, s.policySource, s.policyYAML, s.authYAML, s.toolsYAML, s.extraYAML)
+%s%s`, s.policySource, s.policyYAML, s.authYAML, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

@@ -122,3 +122,45 @@ func TestApprovalWithoutPolicyFailsClosedAndStaysPending(t *testing.T) {
 		t.Fatalf("after a failed approval: %s, ran %d", a.Status, probe.ran.Load())
 	}
 }
+
+// A batch call whose decision is approval_required is held exactly as a
+// single call is: stored, answered with its approval id, run once when
+// approved; its siblings are not held back by it.
+func TestBatchHoldsApprovalRequiredCallsLikeSingleCalls(t *testing.T) {
+	f, probe := holdingFixture(t, "")
+	out := f.pl.Batch(context.Background(), BatchRequest{Identity: alice, SessionID: "s", Calls: []BatchCall{
+		{Tool: "probe", Arguments: []byte(`{"text":"one"}`), CallID: "h1"},
+		{Tool: "probe", Arguments: []byte(`{"text":"two"}`), CallID: "h2"},
+	}}, true)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	ids := map[string]bool{}
+	for i, r := range out.Results {
+		id, _ := r.Data["approval_id"].(string)
+		if r.Outcome != OutcomeApprovalRequired || r.Content != TextApprovalRequired || id == "" || r.Data["expires_at"] == nil {
+			t.Fatalf("call %d: %+v, want held with an approval id", i, r)
+		}
+		ids[id] = true
+		a, err := f.pl.CallApproval(context.Background(), alice, r.CallID)
+		if err != nil || a.ID != id || a.Status != approval.StatusPending || a.Digest != r.RequestDigest {
+			t.Fatalf("call %d: stored approval %+v (%v), want pending %s of digest %s", i, a, err, id, r.RequestDigest)
+		}
+		evs := f.events(t, r.CallID)
+		if len(evs) != 1 || evs[0].Outcome != OutcomeApprovalRequired || evs[0].Approval == nil || evs[0].Approval.ID != id {
+			t.Fatalf("call %d: events %+v, want one decision event naming the approval", i, evs)
+		}
+	}
+	if len(ids) != 2 || probe.ran.Load() != 0 {
+		t.Fatalf("approval ids %v, ran %d", ids, probe.ran.Load())
+	}
+
+	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	a, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: out.Results[1].Data["approval_id"].(string)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != "ok" || probe.ran.Load() != 1 || probe.lastText.Load() != "two" {
+		t.Fatalf("approved: %+v, ran %d", a, probe.ran.Load())
+	}
+}

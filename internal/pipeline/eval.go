@@ -77,25 +77,22 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 	} else {
 		id := *req.As
 		id.Tenant, id.Client = req.Admin.Tenant, req.Admin.Client
-		tool, known := p.o.Registry.Lookup(req.Tool)
-		base := p.o.Envs[id.Tenant]
-		if !known || base == nil {
-			res.Outcome, res.Reasons = OutcomeUnavailable, []string{"unknown tool"}
-			return res, nil
-		}
-		if res.Available, err = p.available(ctx, rev, &id, req.SessionID, tool.Spec()); err != nil {
+		g, err := p.admit(ctx, rev, &id, req.SessionID, req.Tool)
+		if err != nil {
 			return nil, err
 		}
-		if !res.Available {
+		if !g.offered {
 			// As on the request path: arguments of a tool that is not
 			// offered are never decoded.
-			res.Outcome, res.Reasons = OutcomeUnavailable, []string{"availability policy did not offer the tool"}
+			res.Outcome, res.Reasons = OutcomeUnavailable, []string{g.reason}
 			return res, nil
 		}
-		env := *base
+		res.Available = true
+		env := *g.base
 		env.SessionID, env.Principal = req.SessionID, id.Principal
 		prep, err := p.o.Preparer.Prepare(ctx, prepare.Call{
-			Identity: &id, SessionID: req.SessionID, CallID: "eval-" + p.o.NewID(), Tool: tool, Env: &env, RawArgs: req.Arguments,
+			Identity: &id, SessionID: req.SessionID, CallID: "eval-" + p.o.NewID(), Tool: g.tool, Env: &env, RawArgs: req.Arguments,
+			Schema: g.schema,
 		})
 		if err != nil {
 			var ie *prepare.InvalidArgumentsError

@@ -31,6 +31,9 @@ const (
 	OutcomeUnavailable      = "unavailable"
 	OutcomeInvalidArguments = "invalid_arguments"
 	OutcomeApprovalRequired = "approval_required"
+	// OutcomeCanceled: a sibling in the same batch failed permanently
+	// before this call finished.
+	OutcomeCanceled = "canceled"
 )
 
 // Model-facing contract strings.
@@ -38,6 +41,12 @@ const (
 	TextUnavailable      = "tool unavailable"
 	TextDenied           = "permission denied"
 	TextApprovalRequired = "approval required"
+	TextCanceled         = "canceled"
+	// EffectsNotUndone is what a call canceled while it ran says about its
+	// effects (data.effects): cancellation undoes nothing.
+	EffectsNotUndone = "the call had started; any effect it had is not undone"
+	// ReasonCanceled is the audit reason of a canceled call.
+	ReasonCanceled = "canceled: a sibling call in the batch failed permanently"
 )
 
 // Errors that make the gateway fail closed: nothing ran.
@@ -62,6 +71,9 @@ type Options struct {
 	Logger   *slog.Logger
 	NewID    func() string
 	Now      func() time.Time
+	// TenantConcurrency bounds how many calls of one tenant's batches run
+	// at once (default DefaultTenantConcurrency).
+	TenantConcurrency int
 	// Approvals keeps calls held for a human; nil answers
 	// approval_required without holding anything.
 	Approvals approval.Store
@@ -80,10 +92,14 @@ type Options struct {
 	PollRecheck time.Duration
 }
 
+// DefaultTenantConcurrency is the default of Options.TenantConcurrency.
+const DefaultTenantConcurrency = 8
+
 // Pipeline runs tool calls and decisions.
 type Pipeline struct {
 	o     Options
 	calls waiters // long-polling callers, by tenant and call id
+	slots *slots
 }
 
 // New returns a Pipeline.
@@ -100,6 +116,9 @@ func New(o Options) *Pipeline {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
+	if o.TenantConcurrency <= 0 {
+		o.TenantConcurrency = DefaultTenantConcurrency
+	}
 	if o.ApprovalTTL <= 0 {
 		o.ApprovalTTL = time.Hour
 	}
@@ -109,7 +128,7 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
-	return &Pipeline{o: o}
+	return &Pipeline{o: o, slots: newSlots(o.TenantConcurrency)}
 }
 
 // Request is one call as the API received it. Identity is verified; the
@@ -146,13 +165,21 @@ func (p *Pipeline) Tools(ctx context.Context, id *auth.Identity, sessionID strin
 	}
 	var out []*tools.Spec
 	for _, t := range p.o.Registry.All() {
-		ok, err := p.available(ctx, rev, id, sessionID, t.Spec())
+		g, err := p.admit(ctx, rev, id, sessionID, t.Spec().Name)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out = append(out, t.Spec())
+		if !g.offered {
+			continue
 		}
+		if g.schema != "" {
+			// A chooser publishes exactly the schema its calls are held to.
+			sp := *g.spec
+			sp.InputSchema = g.schema
+			out = append(out, &sp)
+			continue
+		}
+		out = append(out, g.spec)
 	}
 	return out, nil
 }
@@ -177,6 +204,9 @@ type call struct {
 	spec       *tools.Spec
 	prepared   *prepare.Prepared
 	durations  map[string]int64
+	decided    bool           // its decision event is committed
+	input      map[string]any // the masked document of that event
+	canceled   func() bool    // batch calls: whether a sibling failed permanently
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
@@ -203,63 +233,155 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		return Response{}, err
 	}
 	c.rev = rev
-	id := c.req.Identity
 
-	// Availability, before any argument is decoded. An unknown tool and a
-	// hidden tool look the same to the caller; only the audit reason differs.
+	// Availability, before any argument is decoded.
 	t0 := time.Now()
-	tool, known := p.o.Registry.Lookup(c.req.Tool)
-	base := p.o.Envs[id.Tenant]
-	if !known || base == nil {
-		p.stage("availability", c, t0)
-		return p.refuse(ctx, c, OutcomeUnavailable, []string{"unknown tool"}, nil)
-	}
-	c.spec = tool.Spec()
-	ok, err := p.available(ctx, rev, id, c.req.SessionID, c.spec)
+	g, err := p.admit(ctx, rev, c.req.Identity, c.req.SessionID, c.req.Tool)
 	p.stage("availability", c, t0)
 	if err != nil {
 		return Response{}, err
 	}
+	resp, a, err := p.authorize(ctx, c, g)
+	if err != nil || a == nil {
+		return resp, err
+	}
+	return p.execute(ctx, c, a), nil
+}
+
+// gate is what availability decided about one tool name for one caller:
+// shared by every call of a batch that names the tool.
+type gate struct {
+	tool    tools.Tool
+	spec    *tools.Spec
+	base    *tools.Env
+	offered bool
+	reason  string // audit reason when not offered
+	schema  string // a chooser's caller-specific schema
+}
+
+// admit evaluates availability for a tool name. An unknown tool and a
+// hidden tool look the same to the caller; only the audit reason differs.
+func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID, name string) (*gate, error) {
+	tool, known := p.o.Registry.Lookup(name)
+	base := p.o.Envs[id.Tenant]
+	if !known || base == nil {
+		return &gate{reason: "unknown tool"}, nil
+	}
+	g := &gate{tool: tool, spec: tool.Spec(), base: base}
+	ok, err := p.available(ctx, rev, id, sessionID, g.spec, nil)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
-		return p.refuse(ctx, c, OutcomeUnavailable, []string{"availability policy did not offer the tool"}, nil)
+		g.reason = "availability policy did not offer the tool"
+		return g, nil
+	}
+	if ch, isChooser := tool.(tools.Chooser); isChooser {
+		offered, err := p.offeredChoices(ctx, rev, id, sessionID, ch, base)
+		if err != nil {
+			return nil, err
+		}
+		if len(offered) == 0 {
+			g.reason = "availability policy offered none of the tool's choices"
+			return g, nil
+		}
+		g.schema = ch.SchemaFor(offered)
+	}
+	g.offered = true
+	return g, nil
+}
+
+// offeredChoices are the values of a chooser that availability offers the
+// caller, each judged with input.choice.
+func (p *Pipeline) offeredChoices(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, ch tools.Chooser, env *tools.Env) ([]tools.Choice, error) {
+	all, err := ch.Choices(env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: choices of %s: %v", errInternal, ch.Spec().Name, err)
+	}
+	var out []tools.Choice
+	for _, choice := range all {
+		ok, err := p.available(ctx, rev, id, sessionID, ch.Spec(), choice.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, choice)
+		}
+	}
+	return out, nil
+}
+
+// authorized is a call whose allow decision is durable: it may run.
+type authorized struct {
+	prepared *prepare.Prepared
+	dec      decision.Decision
+	input    map[string]any // the masked document of the decision event
+}
+
+// authorize prepares, decides and audits one admitted call. It returns the
+// final response of a call that stops here, or the authorized call when it
+// may run (in PDP mode the response says allow and nothing is returned).
+func (p *Pipeline) authorize(ctx context.Context, c *call, g *gate) (Response, *authorized, error) {
+	resp, final, err := p.prepareCall(ctx, c, g)
+	if err != nil || final {
+		return resp, nil, err
+	}
+	return p.decide(ctx, c)
+}
+
+// prepareCall prepares an admitted call into c.prepared. A call that stops
+// here (unavailable, invalid arguments) is audited and final. Preparing
+// has no effect, so a batch may prepare a call again.
+func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Response, final bool, err error) {
+	id := c.req.Identity
+	c.spec = g.spec
+	if !g.offered {
+		resp, err := p.refuse(ctx, c, OutcomeUnavailable, []string{g.reason}, nil)
+		return resp, true, err
 	}
 
 	// Prepare: the one strict decode, schema, normalization, digest. The
 	// environment is the tenant's, narrowed to the caller's session.
-	env := *base
+	env := *g.base
 	env.SessionID = c.req.SessionID
 	env.Principal = id.Principal
-	t0 = time.Now()
+	t0 := time.Now()
 	prep, err := p.o.Preparer.Prepare(ctx, prepare.Call{
 		Identity: id, SessionID: c.req.SessionID, CallID: c.callID,
-		Tool: tool, Env: &env, RawArgs: c.req.Arguments,
+		Tool: g.tool, Env: &env, RawArgs: c.req.Arguments, Schema: g.schema,
 	})
 	p.stage("prepare", c, t0)
 	if err != nil {
 		var ie *prepare.InvalidArgumentsError
 		if errors.As(err, &ie) {
-			return p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie)
+			c.prepared = nil
+			resp, err := p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie)
+			return resp, true, err
 		}
-		return Response{}, fmt.Errorf("%w: %v", errInternal, err)
+		return Response{}, false, fmt.Errorf("%w: %v", errInternal, err)
 	}
 	c.prepared = prep
+	return Response{}, false, nil
+}
 
-	// Decide on exactly the document whose digest is audited and whose
-	// artifact runs.
-	t0 = time.Now()
+// decide decides a prepared call and audits the decision: on exactly the
+// document whose digest is audited and whose artifact runs.
+func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, error) {
+	id, prep := c.req.Identity, c.prepared
+	t0 := time.Now()
 	shadow := p.o.Shadow.start(ctx, prep.PolicyInput)
 	key, in := decision.WithCacheKey(prep.PolicyKey()), decision.WithInputFunc(prep.PolicyInput)
-	dec, err := rev.Decide(ctx, nil, key, in)
+	dec, err := c.rev.Decide(ctx, nil, key, in)
 	if err != nil {
 		p.stage("decide", c, t0)
 		p.o.Logger.Error("authorization failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
-		return Response{}, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return Response{}, nil, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
-	mask, err := rev.Mask(ctx, nil, key, in)
+	mask, err := c.rev.Mask(ctx, nil, key, in)
 	p.stage("decide", c, t0)
 	if err != nil {
 		p.o.Logger.Error("audit mask failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
-		return Response{}, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return Response{}, nil, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
 
 	outcome := OutcomeAllow
@@ -278,8 +400,9 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		ev.Approval = h.info()
 	}
 	if err := p.append(ctx, c, ev); err != nil {
-		return Response{}, err
+		return Response{}, nil, err
 	}
+	c.decided, c.input = true, ev.Input
 
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
@@ -289,47 +412,65 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 		if dec.Message != "" {
 			resp.Content = dec.Message
 		}
-		return resp, nil
+		return resp, nil, nil
 	case OutcomeApprovalRequired:
 		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
 		if h != nil {
 			if err := p.hold(ctx, c, h, ev, dec); err != nil {
-				return Response{}, err
+				return Response{}, nil, err
 			}
 			resp.Data = h.data()
 		}
-		return resp, nil
+		return resp, nil, nil
 	}
 	if !c.run {
 		resp.Outcome = OutcomeAllow
-		return resp, nil
+		return resp, nil, nil
 	}
+	return resp, &authorized{prepared: prep, dec: dec, input: ev.Input}, nil
+}
 
-	// The decision event is durable: the tool may run now.
-	out := p.o.Invoker.Invoke(ctx, prep, dec.Obligations)
+// execute runs an authorized call and audits its result. The decision
+// event is durable: the tool may run now.
+func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response {
+	id := c.req.Identity
+	out := p.o.Invoker.Invoke(ctx, a.prepared, a.dec.Obligations)
 	var asked *audit.QuestionInfo
-	if a, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
-		out, asked = p.ask(ctx, c, a, ev, dec, out)
+	tool, _ := p.o.Registry.Lookup(c.spec.Name)
+	if q, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
+		out, asked = p.ask(ctx, c, q, a, out)
 	}
 	c.durations["invoke"] = out.Duration.Microseconds()
 	p.o.Metrics.StageDuration.WithLabelValues("invoke").Observe(out.Duration.Seconds())
-	res := p.event(c, audit.PhaseResult, out.Outcome, nil)
-	res.Input = ev.Input
+	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: a.prepared.Digest()}
+	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
+	resp.Permanent = out.Permanent
+	var reasons []string
+	if c.canceled != nil && c.canceled() {
+		// A sibling failed while this call ran: whatever the tool did
+		// stays done, and the response says so.
+		reasons = []string{ReasonCanceled}
+		resp.Outcome, resp.Content, resp.IsError = OutcomeCanceled, TextCanceled, true
+		resp.Data = map[string]any{"started": true, "effects": EffectsNotUndone}
+		resp.Permanent = false
+	}
+	res := p.event(c, audit.PhaseResult, resp.Outcome, reasons)
+	res.Input = a.input
 	res.Result = &audit.ResultInfo{IsError: out.IsError, Bytes: out.Bytes, Truncated: out.Truncated}
 	res.Question = asked
 	if out.Err != nil {
 		res.Result.Error = out.Err.Error()
 		p.o.Logger.Warn("tool failed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", out.Err)
 	}
-	if err := p.o.Audit.Append(ctx, res); err != nil {
-		// The effect happened and its decision event is committed; failing
-		// the response now would only invite a retry of the effect.
+	// The effect happened: its result is recorded even when the caller (or
+	// a failed batch sibling) canceled the context meanwhile.
+	if err := p.o.Audit.Append(context.WithoutCancel(ctx), res); err != nil {
+		// The decision event is committed; failing the response now would
+		// only invite a retry of the effect.
 		p.o.Metrics.ResultAuditLost.Inc()
 		p.o.Logger.Error("result event not written", "tenant", id.Tenant, "call_id", c.callID, "decision_id", c.decisionID, "err", err)
 	}
-	resp.Outcome, resp.Content, resp.IsError, resp.Data = out.Outcome, out.Content, out.IsError, out.Data
-	resp.Permanent = out.Permanent
-	return resp, nil
+	return resp
 }
 
 // refuse audits a decision that stops the call before authorization
@@ -419,8 +560,13 @@ func (p *Pipeline) revision() (*decision.Revision, error) {
 	return rev, nil
 }
 
-func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec) (bool, error) {
+// available evaluates the availability entrypoint for a tool and, for a
+// chooser's value, with that value as input.choice.
+func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
 	doc := prepare.AvailabilityInput(id, sessionID, s)
+	if choice != nil {
+		doc["choice"] = choice
+	}
 	key, err := prepare.PolicyKey(doc)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", errInternal, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
-	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/invoke"
 )
 
@@ -48,7 +47,8 @@ type asker interface {
 // event committed, and shapes the awaiting_user outcome. A question that
 // cannot be stored fails the call (tool_error): the model must not wait
 // for an answer that can never come.
-func (p *Pipeline) ask(ctx context.Context, c *call, a asker, ev *audit.Event, dec decision.Decision, out invoke.Outcome) (invoke.Outcome, *audit.QuestionInfo) {
+func (p *Pipeline) ask(ctx context.Context, c *call, a asker, auth *authorized, out invoke.Outcome) (invoke.Outcome, *audit.QuestionInfo) {
+	dec, id := auth.dec, c.req.Identity
 	failed := func(err error) (invoke.Outcome, *audit.QuestionInfo) {
 		return invoke.Outcome{Outcome: invoke.OutcomeToolError, Content: invoke.ToolFailed, IsError: true, Err: err, Duration: out.Duration}, nil
 	}
@@ -65,9 +65,9 @@ func (p *Pipeline) ask(ctx context.Context, c *call, a asker, ev *audit.Event, d
 	}
 	now := p.o.Now()
 	q := &approval.Question{
-		ID: p.o.NewID(), Tenant: ev.Tenant, CallID: c.callID, DecisionID: c.decisionID, SessionID: c.req.SessionID,
-		Principal: ev.Principal, Client: ev.Client, Tool: c.spec.Name, Action: c.spec.Action,
-		Digest: c.prepared.Digest(), PolicyRevision: c.rev.ID(), Document: c.prepared.Document(), Input: ev.Input,
+		ID: p.o.NewID(), Tenant: id.Tenant, CallID: c.callID, DecisionID: c.decisionID, SessionID: c.req.SessionID,
+		Principal: id.Principal, Client: id.Client, Tool: c.spec.Name, Action: c.spec.Action,
+		Digest: auth.prepared.Digest(), PolicyRevision: c.rev.ID(), Document: auth.prepared.Document(), Input: auth.input,
 		Text: text, Options: options, CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
 	if err := p.o.Approvals.CreateQuestion(ctx, q); err != nil {

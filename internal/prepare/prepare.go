@@ -21,6 +21,7 @@ import (
 // Preparer holds the compiled schema of every tool.
 type Preparer struct {
 	schemas  map[string]*jsonschema.Schema
+	dynamic  schemaCache // caller-specific schemas of choosers
 	maxDepth int
 }
 
@@ -53,6 +54,10 @@ type Call struct {
 	Tool      tools.Tool
 	Env       *tools.Env // the tenant's environment, selected by Identity.Tenant
 	RawArgs   []byte     // the "arguments" member exactly as received
+	// Schema, when set, is the caller-specific input schema of a
+	// tools.Chooser, exactly as published to this caller; it replaces the
+	// tool's static schema.
+	Schema string
 }
 
 // Prepare turns a call into a frozen Prepared value. Bad arguments give an
@@ -62,6 +67,12 @@ func (p *Preparer) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 	schema, ok := p.schemas[spec.Name]
 	if !ok {
 		return nil, fmt.Errorf("prepare: tool %q has no compiled schema", spec.Name)
+	}
+	if c.Schema != "" {
+		var err error
+		if schema, err = p.dynamic.get(spec.Name, c.Schema); err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", spec.Name, err)
+		}
 	}
 	if c.Env == nil || c.Env.Tenant != c.Identity.Tenant {
 		return nil, errors.New("prepare: environment does not belong to the caller's tenant")

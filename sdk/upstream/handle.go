@@ -98,12 +98,19 @@ func Handle[T any](v *Verifier, fn Func[T], opts ...HandlerOption) http.Handler 
 		case errors.As(err, &te):
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"tool_error": te.Message})
 		case errors.Is(err, ErrPermanent):
-			writeJSON(w, http.StatusConflict, map[string]any{"permanent": true, "detail": err.Error()})
+			writeJSON(w, http.StatusConflict, permanentBody{Permanent: true, Detail: err.Error()})
 		default:
 			cfg.log.Error("tool failed", "call_id", id.CallID, "err", err)
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal"})
 		}
 	})
+}
+
+// permanentBody is the ErrPermanent answer; a struct, so that its members
+// keep one order (a map's would vary from response to response).
+type permanentBody struct {
+	Permanent bool   `json:"permanent"`
+	Detail    string `json:"detail"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
