@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -27,7 +30,9 @@ func identity(r *http.Request) *auth.Identity {
 // beyond 401.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
 		id, err := s.o.Auth.Authenticate(r)
+		s.o.Metrics.StageDuration.WithLabelValues("auth").Observe(time.Since(t0).Seconds())
 		if err != nil || id == nil {
 			reason := "invalid"
 			var ae *auth.Error
@@ -101,8 +106,10 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		info := &requestInfo{id: requestID(r)}
+		w.Header().Set("X-Request-Id", info.id)
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey, info)))
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
@@ -110,7 +117,54 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		took := time.Since(start)
 		s.o.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
-		s.o.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		s.o.Metrics.HTTPDuration.WithLabelValues(route).Observe(took.Seconds())
+		// One line per request at debug level: the Enabled check keeps the
+		// hot path free of formatting when the level is info.
+		if s.o.Logger.Enabled(r.Context(), slog.LevelDebug) {
+			s.o.Logger.LogAttrs(r.Context(), slog.LevelDebug, "request",
+				slog.String("request_id", info.id), slog.String("method", r.Method), slog.String("route", route),
+				slog.Int("status", rec.status), slog.Duration("took", took),
+				slog.String("call_id", info.callID), slog.String("decision_id", info.decisionID))
+		}
 	})
+}
+
+// requestInfo travels with a request so that the access log line can name
+// the call and decision the handler produced.
+type requestInfo struct {
+	id, callID, decisionID string
+}
+
+type requestInfoKeyType struct{}
+
+var requestInfoKey requestInfoKeyType
+
+// noteCall records the call and decision ids of a request for its log line.
+func noteCall(r *http.Request, callID, decisionID string) {
+	if info, ok := r.Context().Value(requestInfoKey).(*requestInfo); ok {
+		info.callID, info.decisionID = callID, decisionID
+	}
+}
+
+// requestID is the caller's X-Request-Id when it is a short token of safe
+// characters (so it can be logged as is), or a new random id.
+func requestID(r *http.Request) string {
+	if v := r.Header.Get("X-Request-Id"); v != "" && len(v) <= 128 && isSafeID(v) {
+		return v
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isSafeID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
 }

@@ -58,6 +58,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.o.Pipeline.Call(r.Context(), req)
+	noteCall(r, resp.CallID, resp.DecisionID)
 	if err != nil {
 		writePipelineError(w, err)
 		return
@@ -83,6 +84,7 @@ func (s *Server) decideTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.o.Pipeline.Decide(r.Context(), req)
+	noteCall(r, resp.CallID, resp.DecisionID)
 	if err != nil {
 		writePipelineError(w, err)
 		return

@@ -501,14 +501,29 @@ func TestOperationsEndpoints(t *testing.T) {
 		t.Fatalf("readyz: %s", r.raw)
 	}
 	h.call("bad-token", "read-file", `{}`)
+	dev := h.token("acme", "alice", "developer")
+	h.call(dev, "read-file", `{"arguments":{"path":"docs/guide.md"}}`)
+	for i := range 3 { // names nobody configured all count as "unknown"
+		h.call(dev, fmt.Sprintf("made-up-%d", i), `{}`)
+	}
 	m := string(h.do("GET", "/metrics", "", nil).raw)
-	for _, want := range []string{"toolgate_unauthenticated_total", "toolgate_policy_reloads_total", "toolgate_audit_appends_total", "toolgate_http_requests_total"} {
+	for _, want := range []string{"toolgate_unauthenticated_total", "toolgate_policy_reloads_total", "toolgate_audit_appends_total", "toolgate_http_requests_total",
+		`toolgate_calls_total{mode="call",outcome="ok",tool="read-file"} 1`,
+		`toolgate_calls_total{mode="call",outcome="unavailable",tool="unknown"} 3`,
+		`toolgate_stage_duration_seconds_count{stage="auth"}`,
+		`toolgate_stage_duration_seconds_count{stage="audit"}`,
+		`toolgate_stage_duration_seconds_count{stage="invoke"}`,
+		`toolgate_audit_batch_size_count`, `toolgate_audit_commit_seconds_count`, `toolgate_audit_queue_depth`,
+		`toolgate_policy_revision_info`, `toolgate_policy_decision_cache_total`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
 	if strings.Contains(m, "acme") {
 		t.Error("metrics reveal tenant names")
+	}
+	if strings.Contains(m, "made-up") {
+		t.Error("a caller-chosen tool name became a label value")
 	}
 	if r := h.do("GET", "/v1/nope", h.token("acme", "a"), nil); r.status != 404 {
 		t.Errorf("unknown route: %d", r.status)

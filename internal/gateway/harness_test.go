@@ -48,8 +48,9 @@ type setup struct {
 	policyYAML string            // more keys of the policy section, indented by two
 	// policySource replaces "  dir: policies\n" (e.g. with a bundle).
 	policySource string
-	authYAML     string // added under auth: (indented two spaces)
-	cacheSize    *int   // policy.decision_cache when set
+	authYAML     string    // added under auth: (indented two spaces)
+	cacheSize    *int      // policy.decision_cache when set
+	logTo        io.Writer // receives the gateway's log at debug level
 }
 
 var (
@@ -140,7 +141,9 @@ auth:
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	if s.logTo != nil {
+		log = slog.New(slog.NewTextHandler(s.logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	} else if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())

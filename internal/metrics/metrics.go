@@ -10,10 +10,19 @@ type Metrics struct {
 	HTTPRequests    *prometheus.CounterVec   // route, code
 	HTTPDuration    *prometheus.HistogramVec // route
 	Unauthenticated *prometheus.CounterVec   // reason
-	Calls           *prometheus.CounterVec   // mode (call|decision), outcome
+	Calls           *prometheus.CounterVec   // mode (call|decision), tool, outcome
 	StageDuration   *prometheus.HistogramVec // stage
 	FailClosed      *prometheus.CounterVec   // cause
 	ResultAuditLost prometheus.Counter
+}
+
+// ToolLabel is the tool label value for a call: the configured tool's name,
+// or "unknown" when spec is nil (a name the gateway does not serve).
+func ToolLabel(name string, known bool) string {
+	if !known {
+		return "unknown"
+	}
+	return name
 }
 
 // New creates the collectors and registers them on reg (nil: unregistered).
@@ -30,8 +39,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_unauthenticated_total", Help: "Requests rejected with 401, by reason.",
 		}, []string{"reason"}),
 		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_calls_total", Help: "Tool calls and decisions by mode and outcome.",
-		}, []string{"mode", "outcome"}),
+			Name: "toolgate_calls_total", Help: "Tool calls and decisions by mode, tool and outcome. tool is a configured tool's name, or \"unknown\" for any name the gateway does not serve (so callers cannot grow the label set).",
+		}, []string{"mode", "tool", "outcome"}),
 		StageDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "toolgate_stage_duration_seconds", Help: "Time spent per pipeline stage.",
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5, 30},

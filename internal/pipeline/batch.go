@@ -143,7 +143,7 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 	ran := errors.Is(b.err, ErrToolPermanent)
 	for i, r := range b.results {
 		if i != b.failed || ran {
-			p.o.Metrics.Calls.WithLabelValues(mode, r.Outcome).Inc()
+			p.o.Metrics.Calls.WithLabelValues(mode, calls[i].toolLabel(), r.Outcome).Inc()
 		}
 	}
 	if b.err != nil {

@@ -223,8 +223,17 @@ func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response,
 		p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
 		return Response{}, err
 	}
-	p.o.Metrics.Calls.WithLabelValues(mode, resp.Outcome).Inc()
+	p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
 	return resp, nil
+}
+
+// toolLabel is the call's tool for metrics: only configured tools have a
+// spec, so the label set stays bounded whatever names callers send.
+func (c *call) toolLabel() string {
+	if c.spec == nil {
+		return metrics.ToolLabel("", false)
+	}
+	return metrics.ToolLabel(c.spec.Name, true)
 }
 
 func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
