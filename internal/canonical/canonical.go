@@ -55,61 +55,13 @@ func Append(b []byte, v any) ([]byte, error) {
 	case map[string]any:
 		return appendMap(b, v)
 	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = Append(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v, Append)
 	case []string:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = AppendString(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v, AppendString)
 	case map[string]string:
-		keys := sortedKeys(v)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendMember(b, k); err != nil {
-				return b, err
-			}
-			if b, err = AppendString(b, v[k]); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, v, sortedKeys(v), AppendString)
 	case map[string]int64:
-		keys := sortedKeys(v)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendMember(b, k); err != nil {
-				return b, err
-			}
-			if b, err = appendFloat(b, float64(v[k])); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, v, sortedKeys(v), func(b []byte, n int64) ([]byte, error) { return appendFloat(b, float64(n)) })
 	default:
 		return appendSlow(b, v)
 	}
@@ -140,7 +92,11 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 
 func appendMap(b []byte, m map[string]any) ([]byte, error) {
 	var buf [16]string // most objects are small: sort their names on the stack
-	keys := sortedKeysInto(buf[:0], m)
+	return appendObject(b, m, sortedKeysInto(buf[:0], m), Append)
+}
+
+// appendObject writes m's members in the order of keys, each value with val.
+func appendObject[V any](b []byte, m map[string]V, keys []string, val func([]byte, V) ([]byte, error)) ([]byte, error) {
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -150,11 +106,26 @@ func appendMap(b []byte, m map[string]any) ([]byte, error) {
 		if b, err = appendMember(b, k); err != nil {
 			return b, err
 		}
-		if b, err = Append(b, m[k]); err != nil {
+		if b, err = val(b, m[k]); err != nil {
 			return b, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendArray writes a JSON array, each element with val.
+func appendArray[E any](b []byte, a []E, val func([]byte, E) ([]byte, error)) ([]byte, error) {
+	b = append(b, '[')
+	for i, e := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = val(b, e); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // appendMember writes `"name":`.
