@@ -18,6 +18,17 @@ type helperConfig struct {
 	argv0   string
 	path    string
 	args    []string // argv[1:] of the program
+
+	// The jail (--jail): see jail_linux.go.
+	jail       bool
+	ws         string
+	wsFD       int // idmapped workspace tree passed by the gateway; -1 for none
+	wsWritable bool
+	uid, gid   int // the user to become (gateway running as root); -1: stay
+	hide       []string
+	writable   []string
+	exec       []string
+	limits     Limits
 }
 
 // Main is the entry point of the hidden "gateway sandbox-exec" sub-command.
@@ -32,6 +43,9 @@ type helperConfig struct {
 // is not found. The reason goes to stderr, which the caller usually shows to
 // the model, so it never names host paths.
 func Main(args []string) int {
+	if len(args) == 1 && args[0] == "--hold" {
+		return hold()
+	}
 	return runHelper(args, os.Stderr)
 }
 
@@ -44,15 +58,18 @@ func runHelper(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitConfineFailed, "%v", err)
 	}
-	path, err := exec.LookPath(cfg.path)
-	if err != nil {
-		return fail(ExitNotFound, "command not found")
-	}
 	argv0 := cfg.argv0
 	if argv0 == "" {
 		argv0 = cfg.path
 	}
 	argv := append([]string{argv0}, cfg.args...)
+	if cfg.jail {
+		return runJail(cfg, argv, os.Environ(), stderr)
+	}
+	path, err := exec.LookPath(cfg.path)
+	if err != nil {
+		return fail(ExitNotFound, "command not found")
+	}
 	// confineAndExec returns only on failure.
 	code, err := confineAndExec(cfg, path, argv, os.Environ())
 	return fail(code, "%v", err)
@@ -61,7 +78,7 @@ func runHelper(args []string, stderr io.Writer) int {
 // parseHelperArgs decodes the helper's command line. The "--" before the
 // program is required so that a program name can never be taken for a flag.
 func parseHelperArgs(args []string) (helperConfig, error) {
-	var cfg helperConfig
+	cfg := helperConfig{wsFD: -1, uid: -1, gid: -1}
 	fs := flag.NewFlagSet(SubCommand, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("write", "writable directory (repeatable)", func(s string) error {
@@ -74,6 +91,26 @@ func parseHelperArgs(args []string) (helperConfig, error) {
 	})
 	fs.BoolVar(&cfg.network, "net", false, "allow TCP connect and bind")
 	fs.StringVar(&cfg.argv0, "argv0", "", "argv[0] of the program")
+	fs.BoolVar(&cfg.jail, "jail", false, "run in a jail of its own namespaces")
+	fs.StringVar(&cfg.ws, "ws", "", "workspace folder (jail)")
+	fs.IntVar(&cfg.wsFD, "ws-fd", -1, "file descriptor of the idmapped workspace tree (jail)")
+	fs.IntVar(&cfg.uid, "uid", -1, "user id to run as (jail)")
+	fs.IntVar(&cfg.gid, "gid", -1, "group id to run as (jail)")
+	fs.BoolVar(&cfg.wsWritable, "ws-writable", false, "the whole workspace is writable (jail)")
+	list := func(name, usage string, dst *[]string) {
+		fs.Func(name, usage, func(s string) error {
+			*dst = append(*dst, s)
+			return nil
+		})
+	}
+	list("hide", "workspace glob to hide (jail)", &cfg.hide)
+	list("writable", "workspace glob to make writable (jail)", &cfg.writable)
+	list("exec", "absolute path or glob that may be executed (jail)", &cfg.exec)
+	fs.Int64Var(&cfg.limits.MemoryBytes, "mem", 0, "address space per process (jail)")
+	fs.Int64Var(&cfg.limits.MaxProcesses, "nproc", 0, "processes (jail)")
+	fs.Int64Var(&cfg.limits.CPUSeconds, "cpu", 0, "CPU seconds per process (jail)")
+	fs.Int64Var(&cfg.limits.FileSizeBytes, "fsize", 0, "largest file (jail)")
+	fs.Int64Var(&cfg.limits.OpenFiles, "nofile", 0, "open files (jail)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, errors.New("bad arguments")
 	}
@@ -93,5 +130,21 @@ func parseHelperArgs(args []string) (helperConfig, error) {
 		}
 	}
 	cfg.path, cfg.args = rest[0], rest[1:]
+	if cfg.jail {
+		if !filepath.IsAbs(cfg.ws) || !filepath.IsAbs(cfg.path) {
+			return cfg, errors.New("bad arguments: the jail needs an absolute workspace and program")
+		}
+		for _, g := range append(append([]string(nil), cfg.hide...), cfg.writable...) {
+			if checkGlob(g, false) != nil {
+				return cfg, errors.New("bad arguments: invalid workspace glob")
+			}
+		}
+		for _, g := range cfg.exec {
+			if checkGlob(g, true) != nil {
+				return cfg, errors.New("bad arguments: invalid exec path")
+			}
+		}
+		cfg.limits = cfg.limits.WithDefaults()
+	}
 	return cfg, nil
 }

@@ -1,0 +1,287 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// JailStatus is what /readyz and /v1/policy report about the jail.
+type JailStatus struct {
+	// Mode is ModeJail or ModeLandlockOnly.
+	Mode string `json:"mode"`
+	// Ready is true when commands can run in this mode.
+	Ready bool `json:"ready"`
+	// Mechanisms names what is active: namespaces, landlock, seccomp,
+	// limits, idmapped-workspace.
+	Mechanisms []string `json:"mechanisms"`
+	// UID and GID are the host ids jailed programs run as.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Reason says why the jail is not ready. It never names host paths.
+	Reason string `json:"reason,omitempty"`
+}
+
+// JailerOptions configure NewJailer.
+type JailerOptions struct {
+	// Self is the helper binary (normally the gateway binary): it must
+	// dispatch "sandbox-exec" to [Main]. "" means os.Executable().
+	Self string
+	// UID and GID are the host ids programs run as when the gateway runs
+	// as root (config sandbox.uid/gid); 0 means 65534 (nobody). A gateway
+	// that is not root runs programs as its own uid, in a user namespace,
+	// without capabilities.
+	UID, GID int
+	// Env is added to the environment of the probe run (tests use it to
+	// make their binary act as the helper).
+	Env []string
+}
+
+// Jailer starts programs in jails. It is safe for concurrent use.
+type Jailer struct {
+	self     *os.File // the helper binary, exec'd as /proc/self/fd/3
+	idmap    *os.File // root only: user namespace mapping 0 to uid
+	uid, gid int
+	root     bool
+	status   JailStatus
+}
+
+// NewJailer prepares jails and proves they work by running /bin/true in
+// one. On error the returned Jailer is nil and the JailStatus says why:
+// the caller then does not offer command tools (fail closed).
+func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
+	st := JailStatus{Mode: ModeJail}
+	fail := func(format string, a ...any) (*Jailer, JailStatus, error) {
+		st.Reason = fmt.Sprintf(format, a...)
+		st.Mechanisms = nil
+		return nil, st, errors.New("sandbox: " + st.Reason)
+	}
+	lp := Probe()
+	if lp.Mechanism != MechanismLandlock {
+		return fail("no Landlock (needed to restrict what a jail executes): %s", lp.Reason)
+	}
+	if err := seccompAvailable(); err != nil {
+		return fail("%v", err)
+	}
+	self := o.Self
+	if self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail("cannot locate the helper binary")
+		}
+		self = exe
+	}
+	f, err := os.Open(self)
+	if err != nil {
+		return fail("cannot open the helper binary: %v", errnoText(err))
+	}
+	j := &Jailer{self: f, root: os.Geteuid() == 0}
+	j.uid, j.gid = os.Getuid(), os.Getgid()
+	if j.root {
+		j.uid, j.gid = o.UID, o.GID
+		if j.uid <= 0 {
+			j.uid = 65534
+		}
+		if j.gid <= 0 {
+			j.gid = 65534
+		}
+		if j.idmap, err = holdUserNS(f, j.uid, j.gid, o.Env); err != nil {
+			f.Close()
+			return fail("cannot create the workspace id mapping: %v", err)
+		}
+	}
+	st.UID, st.GID = j.uid, j.gid
+	st.Mechanisms = []string{MechanismNamespaces, MechanismLandlock, MechanismSeccomp, MechanismLimits}
+	if j.root {
+		st.Mechanisms = append(st.Mechanisms, MechanismIDMap)
+	}
+	if err := j.probe(o.Env); err != nil {
+		j.Close()
+		return fail("a test program could not run in a jail: %v", err)
+	}
+	st.Ready = true
+	j.status = st
+	return j, st, nil
+}
+
+// Status returns what NewJailer found.
+func (j *Jailer) Status() JailStatus { return j.status }
+
+// Close releases the helper binary and the id mapping.
+func (j *Jailer) Close() error {
+	var errs []error
+	if j.self != nil {
+		errs = append(errs, j.self.Close())
+	}
+	if j.idmap != nil {
+		errs = append(errs, j.idmap.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// probe runs `true` in a jail with a scratch workspace.
+func (j *Jailer) probe(env []string) error {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		return errors.New("no true(1) to test with")
+	}
+	ws, err := os.MkdirTemp("", "toolgate-jail-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	cmd := exec.Command(truePath)
+	cmd.Dir = ws
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	release, err := j.Wrap(cmd, Jail{Workspace: ws, Programs: []string{truePath}})
+	if err != nil {
+		return err
+	}
+	err = cmd.Start()
+	release()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		msg := bytes.TrimSpace(stderr.Bytes())
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		return fmt.Errorf("%v %s", errnoText(err), msg)
+	}
+	return nil
+}
+
+// holdUserNS creates a user namespace that maps id 0 to uid/gid and returns
+// a file descriptor of it: the id mapping of the workspace mounts, so that
+// files the gateway (root) owns appear owned by the jail's user inside,
+// and files the jail creates are owned by the gateway's root on disk.
+func holdUserNS(self *os.File, uid, gid int, env []string) (*os.File, error) {
+	cmd := exec.Command("/proc/self/fd/3", SubCommand, "--hold")
+	cmd.ExtraFiles = []*os.File{self}
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/user")
+	stdin.Close()
+	werr := cmd.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if werr != nil {
+		ns.Close()
+		return nil, werr
+	}
+	return ns, nil
+}
+
+// Wrap rewrites cmd, before Start, to run its program in jail jl: cmd.Path
+// becomes the helper, the namespaces are asked of the kernel through
+// cmd.SysProcAttr (whose Setpgid and Setsid are kept), and the helper's
+// arguments encode jl. cmd.Dir must be inside jl.Workspace. The caller
+// must call release once Start has returned (it closes the parent's copy
+// of the workspace mount).
+func (j *Jailer) Wrap(cmd *exec.Cmd, jl Jail) (release func(), err error) {
+	if cmd == nil || cmd.Process != nil {
+		return nil, errors.New("sandbox: command nil or already started")
+	}
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	if len(cmd.ExtraFiles) > 0 {
+		return nil, errors.New("sandbox: a jailed command cannot inherit extra files")
+	}
+	args, err := jailArgs(jl)
+	if err != nil {
+		return nil, err
+	}
+	extra := []*os.File{j.self}
+	release = func() {}
+	if j.root {
+		tree, err := j.idmappedTree(jl.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, tree)
+		args = append(args, "--ws-fd=4")
+		release = func() { tree.Close() }
+	}
+	rest := []string(nil)
+	if len(cmd.Args) > 0 {
+		if cmd.Args[0] != cmd.Path {
+			args = append(args, "--argv0="+cmd.Args[0])
+		}
+		rest = cmd.Args[1:]
+	}
+	args = append(append(args, "--", cmd.Path), rest...)
+	cmd.Path = "/proc/self/fd/3"
+	cmd.Args = append([]string{"toolgate-jail", SubCommand}, args...)
+	cmd.ExtraFiles = extra
+	spa := cmd.SysProcAttr
+	if spa == nil {
+		spa = &syscall.SysProcAttr{}
+	}
+	spa.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+	if !jl.Network {
+		spa.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	spa.UidMappings = []syscall.SysProcIDMap{{ContainerID: j.uid, HostID: j.uid, Size: 1}}
+	spa.GidMappings = []syscall.SysProcIDMap{{ContainerID: j.gid, HostID: j.gid, Size: 1}}
+	if j.root {
+		// The helper starts as the gateway's root, which is no id inside
+		// the new user namespace (so it has no privilege there but its
+		// ambient capabilities), builds the jail, then becomes the jail's
+		// user and drops the gateway's supplementary groups before
+		// anything of the program runs. Setting the ids here instead
+		// would make the helper non-dumpable and /proc/self/fd/3, the
+		// helper binary, unreachable.
+		spa.GidMappingsEnableSetgroups = true
+		args := cmd.Args[:2:2]
+		cmd.Args = append(append(args, "--uid="+strconv.Itoa(j.uid), "--gid="+strconv.Itoa(j.gid)), cmd.Args[2:]...)
+	}
+	spa.AmbientCaps = jailCaps
+	cmd.SysProcAttr = spa
+	return release, nil
+}
+
+// idmappedTree clones the workspace mount at ws as a detached tree whose
+// ids are mapped through the held user namespace.
+func (j *Jailer) idmappedTree(ws string) (*os.File, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, ws, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: cloning the workspace mount: %v", errnoText(err))
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(j.idmap.Fd())}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("sandbox: id-mapping the workspace mount: %v", errnoText(err))
+	}
+	return os.NewFile(uintptr(fd), "workspace"), nil
+}
+
+// hold blocks until stdin closes: the process whose user namespace
+// holdUserNS keeps.
+func hold() int {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
