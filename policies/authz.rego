@@ -57,7 +57,7 @@ approval_required if {
 	count(approvals) > 0
 }
 
-obligations := object.union_n([time_limit, output_cap, exclusions])
+obligations := object.union_n([time_limit, output_cap, exclusions, jail])
 
 # Deny reasons are shown to the model: they name only the tool and what the
 # request itself carries (paths, hosts, commands), never the pack's rules.
@@ -725,3 +725,42 @@ exclusions := {"exclude_paths": lib.tenant.protected} if {
 broad(r) if r.recursive == true
 
 broad(r) if r.access == "list"
+
+# jail shapes the OS jail every program of a bash call runs in:
+#   - exclude_paths: the tenant's protected globs do not exist inside;
+#   - write_paths: the caller's write globs; the tenant's approval_write
+#     globs only when the call waits for a human anyway (an approved call
+#     runs with them), so that no command writes there unapproved;
+#   - exec_paths: what the call's programs may start besides themselves,
+#     from the tenant's exec_paths by program name (git's helpers, the Go
+#     toolchain and the test binaries it builds).
+default jail := {}
+
+jail := object.union(
+	{"write_paths": sort(jail_write_paths), "exec_paths": sort(jail_exec_paths)},
+	jail_hidden,
+) if {
+	input.tool.name == "bash"
+}
+
+default jail_hidden := {}
+
+jail_hidden := {"exclude_paths": lib.tenant.protected} if count(lib.tenant.protected) > 0
+
+jail_write_paths contains pattern if {
+	some role in lib.roles
+	some pattern in role.write
+	not pattern in object.get(lib.tenant, "approval_write", [])
+}
+
+jail_write_paths contains pattern if {
+	count(approvals) > 0
+	some role in lib.roles
+	some pattern in role.write
+	pattern in object.get(lib.tenant, "approval_write", [])
+}
+
+jail_exec_paths contains path if {
+	some argv in segments
+	some path in object.get(object.get(lib.tenant, "exec_paths", {}), argv[0], [])
+}

@@ -261,7 +261,12 @@ test_allowed_command_decision if {
 		"allow": true,
 		"approval_required": false,
 		"reasons": ["allowed: developer may run git log", "allowed: developer may run wc", "allowed: developer may use bash"],
-		"obligations": {"timeout_ms": 30000},
+		"obligations": {
+			"timeout_ms": 30000,
+			"write_paths": [".cache/**", "docs/**", "notes/**", "src/**"],
+			"exec_paths": ["/usr/lib/git-core/**"],
+			"exclude_paths": ["secrets", "secrets/**", "**/.env", ".env"],
+		},
 	}
 }
 
@@ -275,8 +280,52 @@ test_approval_decision if {
 			"allowed: developer may use bash",
 			"approval required: command git push origin needs a human",
 		],
-		"obligations": {"timeout_ms": 30000},
+		"obligations": {
+			"timeout_ms": 30000,
+			# A call a human approves may write where writes need approval.
+			"write_paths": [".cache/**", "docs/**", "notes/**", "release/**", "src/**"],
+			"exec_paths": ["/usr/lib/git-core/**"],
+			"exclude_paths": ["secrets", "secrets/**", "**/.env", ".env"],
+		},
 	}
+}
+
+# The jail's obligations for every bash call: protected paths hidden, writes
+# only where the caller's roles write (approval globs only for a held call),
+# and what the call's programs may start besides themselves.
+test_jail_obligations[note] if {
+	some note, c in {
+		"sort writes only to the role's write globs": {
+			"tenant": "acme", "cmd": command("sort a", [["sort", "a"]]),
+			"want": {"write_paths": [".cache/**", "docs/**", "notes/**", "src/**"], "exec_paths": [], "exclude_paths": ["secrets", "secrets/**", "**/.env", ".env"]},
+		},
+		"go test may start the toolchain and its test binaries": {
+			"tenant": "acme", "cmd": command("go test ./...", [["go", "test", "./..."]]),
+			"want": {"write_paths": [".cache/**", "docs/**", "notes/**", "src/**"], "exec_paths": ["/tmp/**", "/usr/lib/go/**", "/usr/local/go/**"], "exclude_paths": ["secrets", "secrets/**", "**/.env", ".env"]},
+		},
+		"a tenant without protected paths hides nothing, writes everywhere": {
+			"tenant": "globex", "cmd": command("ls", [["ls"]]),
+			"want": {"write_paths": ["**"], "exec_paths": []},
+		},
+	}
+	d := bash(c.tenant, ["developer"], c.cmd)
+	d.allow
+	object.remove(d.obligations, ["timeout_ms"]) == c.want
+}
+
+# A role without write globs gets an empty write_paths: present, so the
+# jail makes the whole workspace read-only.
+test_jail_read_only_role if {
+	d := bash("acme", ["a"], command("ls", [["ls"]])) with data.toolgate.tenants.acme.roles as {"a": {"tools": ["bash"], "commands": {"allow": [["ls"]]}}}
+	d.allow
+	d.obligations.write_paths == []
+}
+
+# Other tools carry no jail obligations.
+test_no_jail_for_other_tools if {
+	d := authz.decision with input as request("acme", ["developer"], "read-file", [{"type": "file", "path": "notes/a.md", "access": "read"}])
+	d.allow
+	not d.obligations.write_paths
 }
 
 test_viewer_may_not_run_commands if {
@@ -297,7 +346,7 @@ test_background_commands_carry_no_timeout[note] if {
 	doc := object.union(request("acme", ["developer"], c.tool, resources), {"args": c.args})
 	d := authz.decision with input as doc
 	d.allow
-	d.obligations == c.want
+	object.remove(d.obligations, ["write_paths", "exec_paths", "exclude_paths"]) == c.want
 }
 
 # bash also carries a file resource (access "command") for each literal

@@ -19,6 +19,8 @@ type Config struct {
 	// Approvals configures calls held for a human.
 	Approvals Approvals `yaml:"approvals"`
 	Debug     Debug     `yaml:"debug"`
+	// Sandbox configures the jail commands run in.
+	Sandbox Sandbox `yaml:"sandbox"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -142,6 +144,30 @@ type Limits struct {
 	// TenantConcurrency bounds how many batch calls of one tenant run at
 	// once, across all its batches (default 8).
 	TenantConcurrency int `yaml:"tenant_concurrency"`
+}
+
+// Sandbox configures the command jail (README "Security model").
+type Sandbox struct {
+	// Mode is "jail" (default): every program runs in its own namespaces
+	// with a filesystem view built from the decision, and where the kernel
+	// cannot build that jail the command tools are not offered; or
+	// "landlock-only" (development only): the older confinement, writes
+	// bounded to the workspace, no network, the host readable.
+	Mode string `yaml:"mode"`
+	// UID and GID are the host ids programs run as when the gateway runs
+	// as root (default 65534, nobody); a gateway that is not root runs
+	// them as its own uid without capabilities.
+	UID int `yaml:"uid"`
+	GID int `yaml:"gid"`
+	// Resource limits of every program (obligations only tighten them):
+	// address space per process (default 1 GiB), tasks of the jail
+	// (default 128), CPU seconds per process (default 120), largest file
+	// written (default 1 GiB), open files (default 1024).
+	MemoryBytes   int64 `yaml:"memory_bytes"`
+	MaxProcesses  int64 `yaml:"max_processes"`
+	CPUSeconds    int64 `yaml:"cpu_seconds"`
+	FileSizeBytes int64 `yaml:"file_size_bytes"`
+	OpenFiles     int64 `yaml:"open_files"`
 }
 
 // Log configures the process log.

@@ -57,6 +57,7 @@ func (v *validator) config(c *Config) {
 	v.auth(c.Auth, c.Tenants)
 	v.upstreams(c, v.tools(c.Tools))
 	v.limits(c.Limits)
+	v.sandbox(c.Sandbox)
 	v.log(c.Log)
 	v.approvals(c.Approvals)
 	v.debug(c.Debug)
@@ -418,6 +419,32 @@ func (v *validator) limits(l Limits) {
 	}
 	if l.DefaultTimeout <= 0 {
 		v.add("limits.default_timeout", "must be positive, got %s", l.DefaultTimeout)
+	}
+}
+
+func (v *validator) sandbox(s Sandbox) {
+	switch s.Mode {
+	case "jail", "landlock-only":
+	default:
+		v.add("sandbox.mode", `must be "jail" or "landlock-only", got %q`, s.Mode)
+	}
+	if s.UID <= 0 {
+		v.add("sandbox.uid", "must be a positive id (never root), got %d", s.UID)
+	}
+	if s.GID <= 0 {
+		v.add("sandbox.gid", "must be a positive id (never root), got %d", s.GID)
+	}
+	for _, l := range []struct {
+		key string
+		n   int64
+	}{
+		{"sandbox.memory_bytes", s.MemoryBytes}, {"sandbox.max_processes", s.MaxProcesses},
+		{"sandbox.cpu_seconds", s.CPUSeconds}, {"sandbox.file_size_bytes", s.FileSizeBytes},
+		{"sandbox.open_files", s.OpenFiles},
+	} {
+		if l.n <= 0 {
+			v.add(l.key, "must be positive, got %d", l.n)
+		}
 	}
 }
 

@@ -33,6 +33,16 @@ type Obligations struct {
 	// ApprovalTTLMS shortens how long a held call waits for a human (it
 	// never lengthens the configured approvals.ttl).
 	ApprovalTTLMS int64
+	// The command jail: WritePaths (nil when absent; present and empty
+	// means nothing is writable) are the workspace globs programs may
+	// write, ExecPaths absolute paths or globs they may execute besides
+	// the approved programs, MemoryBytes and MaxProcesses tighten the
+	// jail's limits, Network gives commands the host's network.
+	WritePaths   []string
+	ExecPaths    []string
+	MemoryBytes  int64
+	MaxProcesses int64
+	Network      bool
 	// Raw holds every obligation as policy returned it (for audit).
 	Raw map[string]any
 }

@@ -19,6 +19,11 @@ var (
 	keyMaxOutputBytes   = ast.StringTerm("max_output_bytes")
 	keyExcludePaths     = ast.StringTerm("exclude_paths")
 	keyApprovalTTLMS    = ast.StringTerm("approval_ttl_ms")
+	keyWritePaths       = ast.StringTerm("write_paths")
+	keyExecPaths        = ast.StringTerm("exec_paths")
+	keyMemoryBytes      = ast.StringTerm("memory_bytes")
+	keyMaxProcesses     = ast.StringTerm("max_processes")
+	keyNetwork          = ast.StringTerm("network")
 )
 
 // parseDecision reads an authorization decision. Every member it knows must
@@ -97,6 +102,36 @@ func parseObligations(v ast.Value) (Obligations, error) {
 		if o.ExcludePaths, err = stringList(t.Value, `obligation "exclude_paths"`); err != nil {
 			return Obligations{}, err
 		}
+	}
+	if t := obj.Get(keyWritePaths); t != nil {
+		if o.WritePaths, err = stringList(t.Value, `obligation "write_paths"`); err != nil {
+			return Obligations{}, err
+		}
+		if o.WritePaths == nil {
+			o.WritePaths = []string{} // present and empty: nothing is writable
+		}
+	}
+	if t := obj.Get(keyExecPaths); t != nil {
+		if o.ExecPaths, err = stringList(t.Value, `obligation "exec_paths"`); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyMemoryBytes); t != nil {
+		if o.MemoryBytes, err = positiveInt(t.Value, "memory_bytes"); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyMaxProcesses); t != nil {
+		if o.MaxProcesses, err = positiveInt(t.Value, "max_processes"); err != nil {
+			return Obligations{}, err
+		}
+	}
+	if t := obj.Get(keyNetwork); t != nil {
+		b, ok := t.Value.(ast.Boolean)
+		if !ok {
+			return Obligations{}, fmt.Errorf(`obligation "network" is %s, want boolean`, ast.ValueName(t.Value))
+		}
+		o.Network = bool(b)
 	}
 	raw, err := ast.JSON(obj)
 	if err != nil {

@@ -41,15 +41,12 @@ var families = []family{
 	{
 		names: []string{"bash", "process-output", "process-input", "process-stop"},
 		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
-			sh, err := shell.New(shell.Options{Confine: g.confine, Logger: g.log})
+			opts := shell.Options{Confine: g.confine, Logger: g.log, Withheld: g.startJail()}
+			sh, err := shell.New(opts)
 			if err != nil {
 				return nil, err
 			}
 			g.closers = append(g.closers, sh.Close)
-			g.confinement = sandbox.Probe()
-			if g.confinement.Mechanism == sandbox.MechanismNone {
-				g.log.Warn("commands run without OS confinement", "reason", g.confinement.Reason)
-			}
 			return sh.Tools(), nil
 		},
 	},
@@ -104,25 +101,73 @@ var families = []family{
 	},
 }
 
-// confine puts a command the shell tool is about to start under OS
-// confinement: it may write only inside the workspace it runs in, and has
-// no network. Where the kernel offers no confinement the command runs
-// unconfined (reported by /readyz); any other failure refuses it.
-func (g *Gateway) confine(cmd *exec.Cmd) error {
-	ws := ""
+// startJail prepares the confinement of commands in the configured mode
+// and returns why commands must be withheld ("" when they can run). In
+// jail mode a kernel that cannot build the jail withholds them (fail
+// closed); landlock-only (development only) withholds them only where
+// Landlock is missing.
+func (g *Gateway) startJail() string {
+	sb := g.cfg.Sandbox
+	if sb.Mode == sandbox.ModeLandlockOnly {
+		st := sandbox.Probe()
+		g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeLandlockOnly, Ready: st.Mechanism == sandbox.MechanismLandlock, Reason: st.Reason}
+		if g.jailStatus.Ready {
+			g.jailStatus.Mechanisms = []string{sandbox.MechanismLandlock}
+			if st.Network {
+				g.jailStatus.Mechanisms = append(g.jailStatus.Mechanisms, sandbox.MechanismSeccomp)
+			}
+			g.log.Warn("sandbox.mode is landlock-only: commands can read the whole host (development only)")
+			return ""
+		}
+		g.log.Error("commands withheld: no Landlock", "reason", st.Reason)
+		return "commands withheld: " + st.Reason
+	}
+	j, st, err := sandbox.NewJailer(sandbox.JailerOptions{Self: g.self, UID: sb.UID, GID: sb.GID})
+	g.jailStatus = st
+	if err != nil {
+		g.log.Error("commands withheld: the kernel cannot build the command jail", "reason", st.Reason)
+		return "commands withheld: " + st.Reason
+	}
+	g.jailer = j
+	g.closers = append(g.closers, j.Close)
+	return ""
+}
+
+// confine puts a program the shell tool is about to start in its jail,
+// built from the call's decision: the tenant's workspace (read-only but
+// for the write paths), hidden paths, the approved programs and exec
+// paths, network and resource limits. In landlock-only mode it applies the
+// older confinement (writes bounded to the workspace, no network). Any
+// failure refuses the program.
+func (g *Gateway) confine(cmd *exec.Cmd, c shell.Confinement) (func(), error) {
+	inside := false
 	for _, t := range g.cfg.Tenants {
-		if cmd.Dir == t.Workspace || strings.HasPrefix(cmd.Dir, t.Workspace+string(filepath.Separator)) {
-			ws = t.Workspace
+		if c.Workspace == t.Workspace && (cmd.Dir == t.Workspace || strings.HasPrefix(cmd.Dir, t.Workspace+string(filepath.Separator))) {
+			inside = true
 		}
 	}
-	if ws == "" {
-		return fmt.Errorf("confine: the command's folder is in no workspace")
+	if !inside {
+		return nil, fmt.Errorf("confine: the command's folder is in no workspace")
 	}
-	err := sandbox.Wrap(cmd, sandbox.Policy{WritableDirs: []string{ws}}, g.self)
-	if errors.Is(err, sandbox.ErrUnavailable) {
-		return nil
+	if g.jailer == nil {
+		if g.cfg.Sandbox.Mode != sandbox.ModeLandlockOnly {
+			return nil, errors.New("confine: no command jail")
+		}
+		return nil, sandbox.Wrap(cmd, sandbox.Policy{WritableDirs: []string{c.Workspace}}, g.self)
 	}
-	return err
+	sb := g.cfg.Sandbox
+	lim := sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
+		FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles}.
+		Tighten(sandbox.Limits{MemoryBytes: c.Limits.MemoryBytes, MaxProcesses: c.Limits.MaxProcesses})
+	return g.jailer.Wrap(cmd, sandbox.Jail{
+		Workspace:  c.Workspace,
+		Hide:       c.Limits.ExcludePaths,
+		WritePaths: c.Limits.WritePaths,
+		Programs:   c.Programs,
+		ExecPaths:  c.Limits.ExecPaths,
+		Network:    c.Limits.Network,
+		Limits:     lim,
+	})
 }
 
 // BuiltinNames lists every built-in tool this build offers.

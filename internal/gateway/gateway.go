@@ -39,8 +39,9 @@ type Gateway struct {
 	audit       *audit.Log
 	workspaces  []*tools.Workspace
 	closers     []func() error // tool families' stores and supervisors
-	self        string         // this binary, re-executed as the confinement helper
-	confinement sandbox.Status // reported by /readyz when commands can run
+	self        string             // this binary, re-executed as the confinement helper
+	jailer      *sandbox.Jailer    // nil unless commands run in the jail
+	jailStatus  sandbox.JailStatus // reported by /readyz when commands are configured
 	handler     http.Handler
 	registry    *prometheus.Registry
 	pipeline    *pipeline.Pipeline
@@ -175,10 +176,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 // confinementReport is what /readyz says about OS confinement of commands:
 // nothing when no command tool is configured.
 func (g *Gateway) confinementReport() any {
-	if g.confinement.Mechanism == "" {
+	if g.jailStatus.Mode == "" {
 		return nil
 	}
-	return g.confinement
+	return g.jailStatus
 }
 
 // OpenAuditStore opens the configured audit store, applying its schema

@@ -96,6 +96,11 @@ func (iv *Invoker) Limits(spec *tools.Spec, ob decision.Obligations) tools.Limit
 		lim.MaxOutputBytes = int(ob.MaxOutputBytes)
 	}
 	lim.ExcludePaths = append(append([]string(nil), lim.ExcludePaths...), ob.ExcludePaths...)
+	if ob.WritePaths != nil {
+		lim.WritePaths = append([]string{}, ob.WritePaths...)
+	}
+	lim.ExecPaths = append([]string(nil), ob.ExecPaths...)
+	lim.MemoryBytes, lim.MaxProcesses, lim.Network = ob.MemoryBytes, ob.MaxProcesses, ob.Network
 	return lim
 }
 

@@ -277,6 +277,12 @@ func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *auth.I
 		return &gate{reason: "unknown tool"}, nil
 	}
 	g := &gate{tool: tool, spec: tool.Spec(), base: base}
+	if w, ok := tool.(tools.Withheld); ok {
+		if reason := w.WithheldReason(); reason != "" {
+			g.reason = reason
+			return g, nil
+		}
+	}
 	ok, err := p.available(ctx, rev, id, sessionID, g.spec, nil)
 	if err != nil {
 		return nil, err

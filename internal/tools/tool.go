@@ -37,6 +37,18 @@ type Limits struct {
 	// with "/" as delimiter, github.com/gobwas/glob) that a tool walking a
 	// tree must neither list nor read. They come from policy obligations.
 	ExcludePaths []string
+
+	// The command jail (obligations; see sandbox.Jail). WritePaths nil
+	// means the whole workspace is writable; non-nil (even empty) means
+	// only these workspace globs. ExecPaths are absolute paths or globs
+	// programs may execute besides the approved ones. MemoryBytes and
+	// MaxProcesses tighten the configured jail limits (0: no obligation).
+	// Network gives commands the host's network.
+	WritePaths   []string
+	ExecPaths    []string
+	MemoryBytes  int64
+	MaxProcesses int64
+	Network      bool
 }
 
 // Spec is the published description of a tool. InputSchema is the JSON
@@ -110,6 +122,14 @@ type Tool interface {
 	// that differs from the one prepared must make Run fail with an error
 	// wrapping ErrTargetChanged, before any effect on the new target.
 	Run(ctx context.Context, env *Env, artifact any, lim Limits) (Result, error)
+}
+
+// Withheld is implemented by a tool that may be withheld from every caller
+// at run time: when WithheldReason is not empty the gateway offers it to
+// nobody (the caller sees "tool unavailable", audit the reason). Commands
+// are withheld where the kernel cannot build their jail.
+type Withheld interface {
+	WithheldReason() string
 }
 
 // ArgError is model-safe feedback about one argument: a JSON pointer into

@@ -88,6 +88,7 @@ type bashArtifact struct {
 	cwdInfo    fs.FileInfo // identity checked at run time
 	timeout    time.Duration
 	background bool
+	pinned     map[string]pinnedProgram // the segments' programs, resolved here
 }
 
 // Prepare parses the command into the command resource.
@@ -158,6 +159,7 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 			cwdInfo:    info,
 			timeout:    time.Duration(timeoutMS) * time.Millisecond,
 			background: background,
+			pinned:     pinPrograms(a.segments, filepath.Join(env.Workspace.Dir(), filepath.FromSlash(rel)), t.sh.env.path),
 		},
 	}, nil
 }
@@ -170,6 +172,9 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	}
 	if env == nil || env.Workspace == nil || env.Workspace.Root() == nil {
 		return tools.Result{}, errNoWorkspace
+	}
+	if t.sh.opts.Withheld != "" {
+		return tools.Result{}, errWithheld
 	}
 	root, wsDir := env.Workspace.Root(), env.Workspace.Dir()
 	rel, info, err := resolveDir(root, "", a.cwd)
@@ -185,6 +190,8 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 		env:      t.sh.env.build(wsDir),
 		path:     t.sh.env.path,
 		confine:  t.sh.opts.Confine,
+		conf:     Confinement{Workspace: wsDir, Programs: programPaths(a.pinned), Limits: lim},
+		pinned:   a.pinned,
 		groups:   map[int]struct{}{},
 	}
 	if a.background {

@@ -298,21 +298,27 @@ func TestBashGlobsListOnlyTheWorkspace(t *testing.T) {
 
 func TestConfineHookSeesEveryProgramAndFailsClosed(t *testing.T) {
 	var seen atomic.Int32
-	sh := newTestShell(t, Options{Confine: func(cmd *exec.Cmd) error {
+	var released atomic.Int32
+	sh := newTestShell(t, Options{Confine: func(cmd *exec.Cmd, c Confinement) (func(), error) {
 		if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.Dir == "" || cmd.Env == nil {
-			return errors.New("cmd not fully configured")
+			return nil, errors.New("cmd not fully configured")
+		}
+		// The jail is built from the call: its workspace and the
+		// programs resolved when it was prepared.
+		if c.Workspace == "" || !slices.Contains(c.Programs, cmd.Path) {
+			return nil, errors.New("confinement does not name the program")
 		}
 		seen.Add(1)
 		if slices.Contains(cmd.Args, "refuse-me") {
-			return errors.New("refuse")
+			return nil, errors.New("refuse")
 		}
-		return nil
+		return func() { released.Add(1) }, nil
 	}})
 	env, dir := testEnv(t, "acme", "s-1")
 	// true and echo are builtins; ls and cat are programs.
 	res := runBash(t, sh, env, map[string]any{"command": "true && ls | cat && echo builtin"})
-	if res.Content != "builtin\n[exit code: 0]" || seen.Load() != 2 {
-		t.Errorf("content = %q, hook calls = %d", res.Content, seen.Load())
+	if res.Content != "builtin\n[exit code: 0]" || seen.Load() != 2 || released.Load() != 2 {
+		t.Errorf("content = %q, hook calls = %d, releases = %d", res.Content, seen.Load(), released.Load())
 	}
 	tool := bashTool(sh)
 	plan := mustPrepare(t, tool, env, map[string]any{"command": "ls refuse-me; touch after"})

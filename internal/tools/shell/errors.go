@@ -30,6 +30,7 @@ var (
 	errClosed      = errors.New("shell: supervisor closed")
 	errBadArtifact = errors.New("shell: artifact of an unexpected type")
 	errConfine     = errors.New("shell: confinement hook failed")
+	errWithheld    = errors.New("shell: commands are withheld: the command jail is unavailable")
 	errInterpreter = errors.New("shell: interpreter")
 )
 

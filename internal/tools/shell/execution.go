@@ -25,6 +25,7 @@ import (
 const (
 	refusedNotice      = "[refused: a command that policy did not approve]\n"
 	refusedDirNotice   = "[refused: a command whose working folder is outside the workspace]\n"
+	refusedPinNotice   = "[refused: a program that is not the one resolved when the call was decided]\n"
 	refusedStatus      = 126
 	notFoundStatus     = 127
 	copyDrainTimeout   = 2 * time.Second
@@ -57,7 +58,9 @@ type execution struct {
 	path     string // PATH programs are looked up in
 	out      io.Writer
 	stdin    *os.File // nil: programs read /dev/null
-	confine  func(*exec.Cmd) error
+	confine  func(*exec.Cmd, Confinement) (func(), error)
+	conf     Confinement              // what every program's jail is built from
+	pinned   map[string]pinnedProgram // the programs that may run
 	// killCtx ends every program (SIGKILL to its group) when done.
 	killCtx context.Context
 
@@ -201,10 +204,16 @@ func (e *execution) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(refusedStatus)
 	}
 	// Look up in the allowlisted PATH, never one the script assigned.
-	prog, err := interp.LookPathDir(hc.Dir, expand.ListEnviron("PATH="+e.path), args[0])
+	resolved, err := interp.LookPathDir(hc.Dir, expand.ListEnviron("PATH="+e.path), args[0])
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "%s: command not found\n", e.display(args[0]))
 		return interp.ExitStatus(notFoundStatus)
+	}
+	prog, ok := pinnedPath(e.pinned, args[0], resolved)
+	if !ok {
+		e.recordRefused(e.display(args[0]))
+		io.WriteString(hc.Stderr, refusedPinNotice)
+		return interp.ExitStatus(refusedStatus)
 	}
 	return e.start(hc, prog, args)
 }
@@ -223,21 +232,29 @@ func (e *execution) start(hc interp.HandlerContext, prog string, args []string) 
 	if err != nil {
 		return fmt.Errorf("shell: pipe: %w", err)
 	}
+	release := func() {}
 	if e.confine != nil {
-		if err := e.confine(cmd); err != nil {
+		rel, err := e.confine(cmd, e.conf)
+		if err != nil {
 			pipes.abort()
 			// Fail closed: the whole call fails, nothing of it runs.
 			return fmt.Errorf("%w: %v", errConfine, err)
+		}
+		if rel != nil {
+			release = rel
 		}
 	}
 
 	e.mu.Lock()
 	if e.closed || e.killCtx.Err() != nil {
 		e.mu.Unlock()
+		release()
 		pipes.abort()
 		return interp.ExitStatus(128 + int(syscall.SIGKILL))
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	release()
+	if err != nil {
 		e.mu.Unlock()
 		pipes.abort()
 		fmt.Fprintf(hc.Stderr, "%s: cannot execute\n", e.display(args[0]))

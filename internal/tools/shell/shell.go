@@ -71,9 +71,15 @@ func (l Limits) withDefaults() Limits {
 // Options configure New.
 type Options struct {
 	// Confine, when set, is called on every exec.Cmd after it is fully
-	// configured and before Start (the OS sandbox hook). An error fails the
-	// call closed: nothing of that program runs.
-	Confine func(cmd *exec.Cmd) error
+	// configured and before Start (the OS jail hook), with what the call
+	// was decided with. An error fails the call closed: nothing of that
+	// program runs. release, when not nil, is called once Start returned.
+	Confine func(cmd *exec.Cmd, c Confinement) (release func(), err error)
+	// Withheld, when not empty, withholds every shell tool from every
+	// caller (they answer "tool unavailable"): the reason, for audit, why
+	// commands cannot run safely here (e.g. the kernel cannot build the
+	// jail).
+	Withheld string
 	// EnvAllowlist is the environment of every command; nil means
 	// DefaultEnvAllowlist.
 	EnvAllowlist []string
@@ -83,6 +89,18 @@ type Options struct {
 	Limits Limits
 	Now    func() time.Time // nil means time.Now
 	Logger *slog.Logger     // nil means slog.Default()
+}
+
+// Confinement is what the OS jail of one program is built from.
+type Confinement struct {
+	// Workspace is the host folder of the call's workspace.
+	Workspace string
+	// Programs are the absolute paths of the approved programs of the call,
+	// resolved when it was prepared.
+	Programs []string
+	// Limits are the call's limits, obligations applied (write paths, exec
+	// paths, resource limits, network, hidden paths).
+	Limits tools.Limits
 }
 
 // Shell holds the process supervisor shared by bash and the process tools.
@@ -223,3 +241,15 @@ func reserve(d time.Duration) time.Duration {
 	}
 	return r
 }
+
+// WithheldReason implements tools.Withheld for every shell tool.
+func (t *Bash) WithheldReason() string { return t.sh.opts.Withheld }
+
+// WithheldReason implements tools.Withheld.
+func (t *ProcessOutput) WithheldReason() string { return t.sh.opts.Withheld }
+
+// WithheldReason implements tools.Withheld.
+func (t *ProcessInput) WithheldReason() string { return t.sh.opts.Withheld }
+
+// WithheldReason implements tools.Withheld.
+func (t *ProcessStop) WithheldReason() string { return t.sh.opts.Withheld }
