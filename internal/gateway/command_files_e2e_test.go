@@ -105,13 +105,14 @@ func TestCommandFileAttacksAgainstTheDefaultPack(t *testing.T) {
 
 // TestApprovedWriteSwappedForAHardLinkIsRefused: alice's write to
 // release/VERSION waits for a human; meanwhile release/VERSION becomes a
-// hard link to secrets/db.env. The approval runs the held call, which
-// refuses the hard-linked target: tool_error, the secret is unchanged.
+// hard link to secrets/db.env. The approved call does not write through
+// it: tool_error, the secret is unchanged.
 func TestApprovedWriteSwappedForAHardLinkIsRefused(t *testing.T) {
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
-	id := approvalID(t, h.held(alice, "pwned"))
+	held := h.held(alice, "pwned")
+	id, callID := approvalID(t, held), held.str("call_id")
 
 	target := filepath.Join(h.dir, "ws/acme/release/VERSION")
 	must(t, os.Remove(target))
@@ -119,8 +120,26 @@ func TestApprovedWriteSwappedForAHardLinkIsRefused(t *testing.T) {
 		t.Skipf("no hard links: %v", err)
 	}
 	ok := h.do("POST", "/v1/approvals/"+id+"/approve", bob, []byte(`{"comment":"release"}`))
-	if ok.status != 200 || ok.str("outcome") != "tool_error" || !strings.Contains(string(ok.raw), "hard links") {
+	if ok.status != 200 || ok.str("outcome") != "tool_error" {
 		t.Fatalf("approve: %d %s", ok.status, ok.raw)
+	}
+	p := h.do("GET", "/v1/calls/"+callID, alice, nil)
+	if p.status != 200 || p.str("outcome") != "tool_error" || p.body["is_error"] != true || strings.Contains(string(p.raw), "acme-secret") {
+		t.Fatalf("poll after approval: %d %s", p.status, p.raw)
+	}
+	// The approval re-prepares the held call: the target now carries
+	// links: 2, so its request document is not the approved one and
+	// nothing runs (write-file's own run-time check is the second line,
+	// for a swap between that re-prepare and the write).
+	var why string
+	for _, e := range h.events("acme", "call_id="+callID) {
+		if e["phase"] == "result" {
+			r, _ := e["result"].(map[string]any)
+			why, _ = r["error"].(string)
+		}
+	}
+	if !strings.Contains(why, "changed between the request and its approval") {
+		t.Fatalf("the result event does not say the held call changed: %q", why)
 	}
 	h.secretUnchanged()
 	h.verify("acme")
