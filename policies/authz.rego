@@ -8,9 +8,11 @@
 #     file tools and for tools this pack does not name), and bash, fetch
 #     and the process tools must carry the resource they act on;
 #   - file resources: read/list (and bash's literal arguments, access
-#     "command") need a "read" glob, write needs a "write" glob, protected
-#     paths are denied for everyone, even with "**"; arguments outside the
-#     workspace are denied;
+#     "command", and its working folder, access "list") need a "read" glob,
+#     write (write-file, edit-file, and the paths bash's programs are known
+#     to write) needs a "write" glob, protected paths are denied for
+#     everyone, even with "**"; files with more than one hard link are
+#     denied; arguments outside the workspace are denied;
 #   - command and process resources: every simple command (segment) needs a
 #     matching command rule of the caller's roles, and none may be forbidden;
 #   - url resources: never a metadata address, a non-public address only for
@@ -110,8 +112,8 @@ answerer_role if "answerer" in input.answer.roles
 # Resource types
 
 # resource_types names the resource types each built-in tool produces: bash
-# a command and a file resource (access "command") for each literal
-# argument, every other tool one type. A resource of another type is
+# a command and file resources (its arguments and its working folder),
+# every other tool one type. A resource of another type is
 # denied, so the rules of a type need to run only for the tools that
 # produce it. A tool this pack does not name may carry file resources only.
 resource_types := {
@@ -201,10 +203,14 @@ deny contains "file access must be read, list or write" if {
 	not object.get(r, "access", null) in {"read", "list", "write"}
 }
 
-deny contains "a command's file resources must have access command" if {
+# bash's file resources are its literal arguments (access "command"), the
+# paths its programs are known to write ("write": sort -o, tee, cp's
+# destination, ...) and its working folder ("list"). A "write" meets the
+# same write globs and approval_write as write-file.
+deny contains "a command's file resources must have access command, write or list" if {
 	input.tool.name == "bash"
 	some r in files
-	not object.get(r, "access", null) == "command"
+	not object.get(r, "access", null) in {"command", "write", "list"}
 }
 
 deny contains sprintf("%s of %s is not allowed for your roles", [verb, r.path]) if {
@@ -214,13 +220,12 @@ deny contains sprintf("%s of %s is not allowed for your roles", [verb, r.path]) 
 }
 
 # The shell tool marks an argument that leaves the workspace (an absolute
-# path, a climb out with ..): denied whatever the globs say, as "**" would
-# match it. Only bash may carry arguments (the access rules above), so
-# these rules name it and OPA's index skips them for other tools.
+# path, a climb out with ..), read or written: denied whatever the globs
+# say, as "**" would match it. Only bash carries such resources, so these
+# rules name it and OPA's index skips them for other tools.
 deny contains sprintf("command argument %s is outside the workspace", [r.path]) if {
 	input.tool.name == "bash"
 	some r in targets
-	r.access == "command"
 	r.outside == true
 }
 
@@ -235,12 +240,23 @@ deny contains sprintf("command argument %s is not readable for your roles", [r.p
 deny contains sprintf("write to %s is not allowed for your roles", [r.path]) if {
 	some r in targets
 	r.access == "write"
+	not r.outside == true
 	not writable(r)
 }
 
 deny contains sprintf("access to %s is not allowed: the path is protected", [r.path]) if {
 	some r in targets
 	lib.protected(r.path)
+}
+
+# A file with more than one hard link is the same file under another name,
+# possibly a protected one: the tools report the count as "links" (only
+# when above 1) and no access kind is allowed through it. write-file and
+# edit-file also refuse such a file when they run.
+deny contains sprintf("access to %s is not allowed: the file has %v hard links", [r.path, r.links]) if {
+	some r in targets
+	is_number(r.links)
+	r.links > 1
 }
 
 # targets are the file resources with a path, the only ones any glob is

@@ -405,7 +405,7 @@ test_bash_file_resources_must_be_arguments[note] if {
 		"no access": {"type": "file", "path": "src/a.go"},
 	}
 	d := authz.decision with input as request("acme", ["developer"], "bash", [command("cat src/a.go", [["cat", "src/a.go"]]), r])
-	d.reasons == ["a command's file resources must have access command"]
+	d.reasons == ["a command's file resources must have access command, write or list"]
 }
 
 test_only_bash_carries_arguments if {

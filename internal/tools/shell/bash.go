@@ -134,22 +134,32 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 		return tools.Plan{}, err
 	}
 	a := analyze(file, command)
+	files, err := argumentFiles(env.Workspace.Root(), rel, a.segments)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	// The working folder is a file resource of its own (access "list": the
+	// command can list it), so a protected cwd meets the path rules.
+	resources := make([]tools.Resource, 0, len(files)+2)
+	resources = append(resources, tools.Resource{
+		"type":       "command",
+		"command":    command,
+		"segments":   segmentsValue(a.segments),
+		"plain":      a.plain,
+		"constructs": stringsValue(a.constructs),
+		"cwd":        rel,
+		"background": background,
+	})
+	resources = append(resources, files...)
+	resources = append(resources, tools.Resource{"type": "file", "path": rel, "access": accessList})
 
 	out := copyArgs(args)
 	out["timeout_ms"] = float64(timeoutMS)
 	out["background"] = background
 	out["cwd"] = cwd
 	return tools.Plan{
-		Args: out,
-		Resources: append([]tools.Resource{{
-			"type":       "command",
-			"command":    command,
-			"segments":   segmentsValue(a.segments),
-			"plain":      a.plain,
-			"constructs": stringsValue(a.constructs),
-			"cwd":        rel,
-			"background": background,
-		}}, argumentFiles(env.Workspace.Root(), rel, a.segments)...),
+		Args:      out,
+		Resources: resources,
 		Artifact: &bashArtifact{
 			file:       file,
 			command:    command,

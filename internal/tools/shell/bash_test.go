@@ -162,9 +162,13 @@ func TestBashEnvironmentIsTheAllowlist(t *testing.T) {
 	if got["PATH"] != DefaultPath || got["HOME"] != dir || got["TERM"] != "dumb" {
 		t.Errorf("env = %v", got)
 	}
+	if got["GIT_CEILING_DIRECTORIES"] != filepath.Dir(dir) || got["GIT_CONFIG_NOSYSTEM"] != "1" {
+		t.Errorf("git is not kept inside the workspace: env = %v", got)
+	}
 	for k := range got {
 		switch k {
-		case "PATH", "HOME", "TERM", "LANG", "LC_ALL", "TZ", "PWD", "SHLVL", "_", "OLDPWD":
+		case "PATH", "HOME", "TERM", "LANG", "LC_ALL", "TZ", "PWD", "SHLVL", "_", "OLDPWD",
+			"GIT_CEILING_DIRECTORIES", "GIT_CONFIG_NOSYSTEM":
 		default:
 			t.Errorf("unexpected variable %s", k)
 		}
@@ -342,5 +346,51 @@ func TestBashRunFailsWhenTheWorkingFolderChanged(t *testing.T) {
 	}
 	if _, err := tool.Run(context.Background(), env, plan.Artifact, tool.Spec().Limits); !errors.Is(err, tools.ErrTargetChanged) {
 		t.Errorf("err = %v, want ErrTargetChanged", err)
+	}
+}
+
+// TestGitDoesNotReadAnEnclosingRepository: a workspace inside someone
+// else's repository (the gateway's own checkout, say) is not a repository:
+// git must not climb out of it. A workspace that is a repository works.
+func TestGitDoesNotReadAnEnclosingRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	outer := t.TempDir()
+	gitIn := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+outer)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn(outer, "init", "-q")
+	writeFiles(t, outer, map[string]string{"gateway-secret.txt": "outer-secret", "ws/README.md": "hello"})
+	gitIn(outer, "add", "-A")
+	gitIn(outer, "commit", "-qm", "outer-commit-marker")
+	ws, err := tools.OpenWorkspace(filepath.Join(outer, "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	env := &tools.Env{Tenant: "acme", SessionID: "s-1", Workspace: ws}
+	sh := newTestShell(t, Options{})
+
+	for _, command := range []string{"git status", "git log"} {
+		res := runBash(t, sh, env, map[string]any{"command": command})
+		if !strings.Contains(res.Content, "not a git repository") || strings.Contains(res.Content, "outer-commit-marker") ||
+			strings.Contains(res.Content, "gateway-secret") || res.Data["exit_code"] == float64(0) {
+			t.Errorf("%s in a workspace inside a repository: %q", command, res.Content)
+		}
+	}
+
+	// The workspace as a repository of its own still works.
+	gitIn(filepath.Join(outer, "ws"), "init", "-q")
+	gitIn(filepath.Join(outer, "ws"), "add", "-A")
+	gitIn(filepath.Join(outer, "ws"), "commit", "-qm", "inner-commit-marker")
+	res := runBash(t, sh, env, map[string]any{"command": "git log"})
+	if !strings.Contains(res.Content, "inner-commit-marker") || strings.Contains(res.Content, "outer-commit-marker") {
+		t.Errorf("git log in a workspace repository: %q", res.Content)
 	}
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,10 +112,14 @@ func commandResource(t testing.TB, plan tools.Plan) tools.Resource {
 	if len(plan.Resources) == 0 || plan.Resources[0]["type"] != "command" {
 		t.Fatalf("the first resource must be the command: %v", plan.Resources)
 	}
-	for _, r := range plan.Resources[1:] {
-		if r["type"] != "file" || r["access"] != "command" {
+	n := len(plan.Resources)
+	for _, r := range plan.Resources[1 : n-1] {
+		if r["type"] != "file" || (r["access"] != "command" && r["access"] != "write") {
 			t.Fatalf("resources after the command must be its argument files: %v", r)
 		}
+	}
+	if last := plan.Resources[n-1]; n < 2 || last["type"] != "file" || last["access"] != "list" || last["path"] != plan.Resources[0]["cwd"] {
+		t.Fatalf("the last resource must be the working folder, access list: %v", plan.Resources)
 	}
 	return plan.Resources[0]
 }
@@ -161,4 +166,28 @@ func strayProcesses(t testing.TB, marker string) []string {
 // symlinkAt creates dir/name pointing at target.
 func symlinkAt(target, dir, name string) error {
 	return os.Symlink(target, filepath.Join(dir, name))
+}
+
+// argumentPaths lists the argument file resources of a bash plan (not the
+// command, not the working folder) as "path", "!path" for outside ones and
+// "w:path" for access write, with "#N" appended for links: N.
+func argumentPaths(plan tools.Plan) []string {
+	var got []string
+	for _, r := range plan.Resources[1:] {
+		if r["type"] != "file" || r["access"] == "list" {
+			continue
+		}
+		p := r["path"].(string)
+		if r["outside"] == true {
+			p = "!" + p
+		}
+		if r["access"] == "write" {
+			p = "w:" + p
+		}
+		if n, ok := r["links"]; ok {
+			p += fmt.Sprintf("#%v", n)
+		}
+		got = append(got, p)
+	}
+	return got
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -202,14 +203,24 @@ func newEnvTemplate(allow []string, getenv func(string) string) (envTemplate, er
 }
 
 // build returns the environment of one call whose workspace folder is
-// home.
+// home. git never looks for a repository above the workspace
+// (GIT_CEILING_DIRECTORIES is the workspace's parent: a workspace that is
+// not a repository must not discover the gateway's own checkout around
+// it) and never reads the host's /etc/gitconfig (GIT_CONFIG_NOSYSTEM).
+// Both are set whatever the allowlist says.
 func (t envTemplate) build(home string) []string {
-	out := make([]string, 0, len(t.pairs)+1)
-	out = append(out, t.pairs...)
+	out := make([]string, 0, len(t.pairs)+3)
+	for _, p := range t.pairs {
+		if !strings.HasPrefix(p, "GIT_CEILING_DIRECTORIES=") && !strings.HasPrefix(p, "GIT_CONFIG_NOSYSTEM=") {
+			out = append(out, p)
+		}
+	}
 	if t.home {
 		out = append(out, "HOME="+home)
 	}
-	return out
+	return append(out,
+		"GIT_CEILING_DIRECTORIES="+filepath.Dir(filepath.Clean(home)),
+		"GIT_CONFIG_NOSYSTEM=1")
 }
 
 // effectiveTimeout is how long a command may run: what the call asked

@@ -205,7 +205,7 @@ func TestEnvAllowlistEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(tmpl.build("/ws"), " ")
-	if got != "PATH=/opt/bin LANG=C TERM=dumb HOME=/ws" || tmpl.path != "/opt/bin" {
+	if got != "PATH=/opt/bin LANG=C TERM=dumb HOME=/ws GIT_CEILING_DIRECTORIES=/ GIT_CONFIG_NOSYSTEM=1" || tmpl.path != "/opt/bin" {
 		t.Errorf("env = %q path %q", got, tmpl.path)
 	}
 	if _, err := newEnvTemplate([]string{"=x"}, nil); err == nil {

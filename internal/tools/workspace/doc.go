@@ -10,6 +10,14 @@
 // fails with an error wrapping tools.ErrTargetChanged, before any effect, when
 // it differs.
 //
+// Hard links: the file resource of a regular file with more than one name
+// carries "links": N (read-file, write-file, edit-file, grep of a file), so
+// policy can refuse it. write-file and edit-file never write such a file:
+// Run checks the link count on the opened descriptor (before the identity,
+// and again right before the first byte changes) and fails with a
+// model-safe tools.ModelError, so an approved target swapped for a hard
+// link to another file, or given a second name, is not written.
+//
 // Walks (glob, grep) never follow symbolic links: glob lists a link's own
 // path when it matches but never descends into it, grep never reads through
 // one. Both skip every path matching one of Limits.ExcludePaths (OPA

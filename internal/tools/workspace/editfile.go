@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // edit-file limits.
@@ -109,7 +110,7 @@ func (t *EditFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	out["replace_all"] = all
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "file", "path": r.rel, "access": "write"}},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "write"}, r.info)},
 		Artifact:  editArtifact{target: r, oldString: oldS, newString: newS, replaceAll: all},
 	}, nil
 }
@@ -156,6 +157,9 @@ func (t *EditFile) Run(ctx context.Context, env *tools.Env, artifact any, lim to
 	after := replaceAt(before, at, len(a.oldString), a.newString)
 
 	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	if err := recheckLinks(f); err != nil {
 		return tools.Result{}, err
 	}
 	if _, err := f.WriteAt([]byte(after), 0); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/gobwas/glob"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // grep limits.
@@ -129,7 +130,7 @@ func (t *Grep) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	out["ignore_case"] = fold
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "file", "path": a.root.rel, "access": "read", "recursive": isDir}},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": a.root.rel, "access": "read", "recursive": isDir}, a.root.info)},
 		Artifact:  a,
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // read-file limits.
@@ -102,7 +104,7 @@ func (t *ReadFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	out["limit"] = float64(limit)
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "file", "path": r.rel, "access": "read"}},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "read"}, r.info)},
 		Artifact:  readArtifact{target: r, offset: offset, limit: limit},
 	}, nil
 }
@@ -318,11 +320,39 @@ func openPrepared(root *os.Root, r resolved, lim tools.Limits, flag int) (*os.Fi
 		f.Close()
 		return nil, fmt.Errorf("workspace: fstat: %w", err)
 	}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		// Checked before identity, so a prepared (approved) target swapped
+		// for a hard link to another file is refused with the reason.
+		if err := checkLinks(st); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	if !sameIdentity(r.info, st) {
 		f.Close()
 		return nil, errChanged("file is not the prepared one")
 	}
 	return f, nil
+}
+
+// checkLinks refuses to write a file with more than one hard link: a
+// write through one name changes the file under every other name,
+// protected ones included, and policy judged only this one.
+func checkLinks(fi fs.FileInfo) error {
+	if n := wspath.Links(fi); n > 1 {
+		return &tools.ModelError{Message: wspath.LinksMessage(n)}
+	}
+	return nil
+}
+
+// recheckLinks re-reads the link count on the open descriptor right
+// before a write: a link made since the open is refused too.
+func recheckLinks(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("workspace: fstat: %w", err)
+	}
+	return checkLinks(st)
 }
 
 // workspaceRoot returns the tenant's root.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // write-file limits.
@@ -87,7 +88,7 @@ func (t *WriteFile) Prepare(_ context.Context, env *tools.Env, args map[string]a
 	}
 	return tools.Plan{
 		Args:      copyArgs(args),
-		Resources: []tools.Resource{{"type": "file", "path": r.rel, "access": "write"}},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "write"}, r.info)},
 		Artifact:  writeArtifact{target: r, content: content},
 	}, nil
 }
@@ -125,7 +126,10 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 		// check on the descriptor has passed.
 		f, err = openPrepared(root, a.target, lim, os.O_WRONLY)
 		if err == nil {
-			err = f.Truncate(0)
+			// The link count again, right before the first change.
+			if err = recheckLinks(f); err == nil {
+				err = f.Truncate(0)
+			}
 		}
 	} else {
 		f, err = createPrepared(root, a.target, lim)
