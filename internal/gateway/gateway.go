@@ -32,20 +32,20 @@ import (
 
 // Gateway is an assembled, not yet serving, gateway.
 type Gateway struct {
-	cfg         *config.Config
-	log         *slog.Logger
-	engine      *decision.Engine
-	store       audit.Store
-	audit       *audit.Log
-	workspaces  []*tools.Workspace
-	closers     []func() error // tool families' stores and supervisors
-	self        string             // this binary, re-executed as the confinement helper
-	jailer      *sandbox.Jailer    // nil unless commands run in the jail
-	jailStatus  sandbox.JailStatus // reported by /readyz when commands are configured
-	handler     http.Handler
-	registry    *prometheus.Registry
-	pipeline    *pipeline.Pipeline
-	shadow      *pipeline.Shadow // nil without policy.shadow
+	cfg        *config.Config
+	log        *slog.Logger
+	engine     *decision.Engine
+	store      audit.Store
+	audit      *audit.Log
+	workspaces []*tools.Workspace
+	closers    []func() error     // tool families' stores and supervisors
+	self       string             // this binary, re-executed as the confinement helper
+	jailer     *sandbox.Jailer    // nil unless commands run in the jail
+	jailStatus sandbox.JailStatus // reported by /readyz when commands are configured
+	handler    http.Handler
+	registry   *prometheus.Registry
+	pipeline   *pipeline.Pipeline
+	shadow     *pipeline.Shadow // nil without policy.shadow
 }
 
 // New assembles a gateway from cfg. Configuration problems found here

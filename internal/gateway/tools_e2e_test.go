@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"go.yaml.in/yaml/v3"
-
 )
 
 const allTools = `tools:
