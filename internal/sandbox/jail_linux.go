@@ -467,7 +467,16 @@ func planWorkspace(w string, hide, writable []string) (workspacePlan, error) {
 	}
 	if len(hideM) > 0 || len(walkW) > 0 {
 		pins := map[string]bool{}
+		// Hard links: a file with more than one name is hidden under all
+		// of its names in the workspace when one of them is hidden.
+		hiddenInodes := map[fileID]bool{}
+		var linked []linkedFile
 		n := 0
+		hideAncestors := func(rel string) {
+			for a := path.Dir(rel); a != "."; a = path.Dir(a) {
+				pins[a] = true
+			}
+		}
 		err := filepath.WalkDir(w, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if p == w {
@@ -485,14 +494,22 @@ func planWorkspace(w string, hide, writable []string) (workspacePlan, error) {
 			if matchAny(hideM, rel) {
 				if d.Type()&fs.ModeSymlink == 0 {
 					plan.hidden = append(plan.hidden, hiddenPath{rel: rel, dir: d.IsDir()})
-					for a := path.Dir(rel); a != "."; a = path.Dir(a) {
-						pins[a] = true
-					}
+					hideAncestors(rel)
 				}
 				if d.IsDir() {
+					// Walk it only for the identities of its linked files.
+					if err := collectLinked(p, hiddenInodes, &n); err != nil {
+						return err
+					}
 					return fs.SkipDir
 				}
+				if id, ok := linkedID(d); ok {
+					hiddenInodes[id] = true
+				}
 				return nil
+			}
+			if id, ok := linkedID(d); ok {
+				linked = append(linked, linkedFile{rel, id})
 			}
 			if d.Type().IsRegular() && matchAny(walkW, rel) {
 				plan.writable = append(plan.writable, rel)
@@ -502,6 +519,12 @@ func planWorkspace(w string, hide, writable []string) (workspacePlan, error) {
 		if err != nil {
 			return plan, err
 		}
+		for _, l := range linked {
+			if hiddenInodes[l.id] {
+				plan.hidden = append(plan.hidden, hiddenPath{rel: l.rel})
+				hideAncestors(l.rel)
+			}
+		}
 		for a := range pins {
 			plan.pins = append(plan.pins, a)
 		}
@@ -509,6 +532,46 @@ func planWorkspace(w string, hide, writable []string) (workspacePlan, error) {
 	plan.writable = dedupeNested(plan.writable)
 	sort.Slice(plan.pins, func(i, j int) bool { return depth(plan.pins[i]) < depth(plan.pins[j]) })
 	return plan, nil
+}
+
+// fileID is a file's identity on its filesystem.
+type fileID struct{ dev, ino uint64 }
+
+type linkedFile struct {
+	rel string
+	id  fileID
+}
+
+// linkedID returns the identity of a regular file with more than one link.
+func linkedID(d fs.DirEntry) (fileID, bool) {
+	if !d.Type().IsRegular() {
+		return fileID{}, false
+	}
+	fi, err := d.Info()
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink < 2 {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino}, true
+}
+
+// collectLinked adds the identities of the linked regular files below dir.
+func collectLinked(dir string, into map[fileID]bool, n *int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if *n++; *n > maxWalkEntries {
+			return fmt.Errorf("workspace has more than %d entries", maxWalkEntries)
+		}
+		if id, ok := linkedID(d); ok {
+			into[id] = true
+		}
+		return nil
+	})
 }
 
 func compileGlobs(gs []string) ([]*glob.Pattern, error) {
@@ -705,7 +768,9 @@ func setLimits(l Limits) error {
 	return errors.Join(
 		set(unix.RLIMIT_AS, l.MemoryBytes),
 		set(unix.RLIMIT_NPROC, l.MaxProcesses+threads),
-		set(unix.RLIMIT_CPU, l.CPUSeconds),
+		// SIGXCPU at the limit (so the result can say why), SIGKILL a
+		// second later for a program that catches it.
+		unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: uint64(l.CPUSeconds), Max: uint64(l.CPUSeconds) + 1}),
 		set(unix.RLIMIT_FSIZE, l.FileSizeBytes),
 		set(unix.RLIMIT_NOFILE, l.OpenFiles),
 		set(unix.RLIMIT_CORE, 0),

@@ -1,0 +1,435 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The jail, attacked as a hostile program would: each test runs real
+// programs in a real jail (this test binary is the helper) and checks what
+// they could see, write, execute and leave behind.
+
+var (
+	jailerOnce sync.Once
+	jailer     *Jailer
+	jailerErr  error
+)
+
+func testJailer(t testing.TB) *Jailer {
+	t.Helper()
+	jailerOnce.Do(func() {
+		jailer, _, jailerErr = NewJailer(JailerOptions{Env: append(os.Environ(), envHelper+"=1")})
+	})
+	if jailerErr != nil {
+		// The project's machines build the jail; a kernel that cannot is
+		// a failure here, not a skip (the gateway would withhold commands).
+		t.Fatalf("NewJailer: %v", jailerErr)
+	}
+	return jailer
+}
+
+func lookPaths(t testing.TB, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range names {
+		// The gateway's PATH, not the test runner's.
+		p := ""
+		for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+			if fi, err := os.Stat(filepath.Join(d, n)); err == nil && fi.Mode().IsRegular() {
+				p = filepath.Join(d, n)
+				break
+			}
+		}
+		if p == "" {
+			t.Fatalf("this test needs %s in /usr/local/bin, /usr/bin or /bin", n)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// jailWorkspace is a workspace with a protected folder, a note, and a
+// secret beside it (outside) that nothing in the jail may see.
+type jailWorkspace struct {
+	ws, outside string
+}
+
+func newJailWorkspace(t *testing.T) jailWorkspace {
+	t.Helper()
+	root := t.TempDir()
+	w := jailWorkspace{ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "gateway-secret")}
+	files := map[string]string{
+		"secrets/db.env": "PASSWORD=hunter2\n",
+		"a/b/.env":       "TOKEN=deep\n",
+		"notes/todo.txt": "todo\n",
+		"src/main.go":    "package main\n",
+		"README.md":      "readme\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(w.ws, name)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	must(t, os.WriteFile(w.outside, []byte("GATEWAY SECRET\n"), 0o600))
+	return w
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type jailRun struct {
+	out  string // stdout and stderr
+	code int
+}
+
+// runInJail runs argv in a jail like the gateway does (process group of its
+// own, the workspace as working folder).
+func runInJail(t *testing.T, jl Jail, dir string, argv ...string) jailRun {
+	t.Helper()
+	j := testJailer(t)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), envHelper+"=1", "PATH=/usr/local/bin:/usr/bin:/bin")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	release, err := j.Wrap(cmd, jl)
+	if err != nil {
+		t.Fatalf("Wrap: %v", err)
+	}
+	err = cmd.Start()
+	release()
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("jailed program did not end: %s", out.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("wait: %v", err)
+	}
+	return jailRun{out: out.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+var defaultHide = []string{"secrets", "secrets/**", "**/.env", ".env"}
+
+func TestJailStatusNamesItsMechanisms(t *testing.T) {
+	st := testJailer(t).Status()
+	if !st.Ready || st.Mode != ModeJail || st.UID == 0 {
+		t.Fatalf("status %+v", st)
+	}
+	for _, m := range []string{MechanismNamespaces, MechanismLandlock, MechanismSeccomp, MechanismLimits} {
+		if !strings.Contains(strings.Join(st.Mechanisms, ","), m) {
+			t.Errorf("mechanisms %v lack %s", st.Mechanisms, m)
+		}
+	}
+}
+
+// Nothing of the host but the system folders and the workspace exists: not
+// the gateway's secret beside the workspace, not the gateway's process, not
+// the host's /root or /etc/shadow.
+func TestJailSeesOnlyTheWorkspaceAndSystem(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "sh", "cat", "ls", "id")
+	script := fmt.Sprintf(`cat %s; echo "outside=$?"
+cat /proc/%d/environ; echo "gateway-proc=$?"
+cat /etc/shadow; echo "shadow=$?"
+ls /root; echo "root=$?"
+ls %s; echo "parent=$?"
+cat README.md; id -u`, w.outside, os.Getpid(), filepath.Dir(w.ws))
+	r := runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, Programs: progs}, w.ws, "/bin/sh", "-c", script)
+	for _, want := range []string{"outside=1", "gateway-proc=1", "shadow=1", "root=2", "readme\n"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if strings.Contains(r.out, "GATEWAY SECRET") {
+		t.Fatalf("the gateway's secret leaked:\n%s", r.out)
+	}
+	if !strings.Contains(r.out, "\nws\nparent=0") {
+		t.Errorf("the folder around the workspace shows more than the workspace:\n%s", r.out)
+	}
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if uid := lines[len(lines)-1]; uid == "0" {
+		t.Errorf("the program runs as uid 0")
+	}
+}
+
+// Hidden paths are not readable, listable or writable, under any name: a
+// hard link elsewhere in the workspace is hidden too, and a folder holding
+// a hidden path cannot be renamed out from under its glob.
+func TestJailHidesProtectedPaths(t *testing.T) {
+	w := newJailWorkspace(t)
+	must(t, os.Link(filepath.Join(w.ws, "secrets/db.env"), filepath.Join(w.ws, "notes/innocent.txt")))
+	progs := lookPaths(t, "sh", "cat", "ls", "grep", "mv", "cp")
+	script := `grep -r PASSWORD . ; echo "grep=$?"
+grep -r TOKEN . ; echo "grep2=$?"
+cat secrets/db.env; echo "cat=$?"
+ls secrets; echo "ls=$?"
+echo x > secrets/new; echo "write=$?"
+cat notes/innocent.txt; echo "link=$?"
+mv a moved; echo "mv=$?"
+cp -r a copy; cat copy/b/.env; echo "cp=$?"
+cat a/b/.env; echo "deep=$?"`
+	r := runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, Programs: progs}, w.ws, "/bin/sh", "-c", script)
+	for _, leak := range []string{"hunter2", "TOKEN=deep"} {
+		if strings.Contains(r.out, leak) {
+			t.Fatalf("hidden content %q leaked:\n%s", leak, r.out)
+		}
+	}
+	for _, want := range []string{"grep=2", "grep2=2", "cat=1", "ls=2", "write=2", "link=1", "mv=1", "deep=1"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "a/b/.env")); err != nil {
+		t.Errorf("the folder holding a hidden file was moved: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.ws, "secrets/db.env")); string(b) != "PASSWORD=hunter2\n" {
+		t.Errorf("secret changed: %q", b)
+	}
+}
+
+// With write paths, only they are writable, whatever option spelling a
+// program takes (-oFILE, --output=FILE).
+func TestJailWritesOnlyWritePaths(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "sh", "sort", "touch")
+	script := `sort -oREADME.md notes/todo.txt; echo "attached=$?"
+sort --output=src/main.go notes/todo.txt; echo "long=$?"
+touch newfile; echo "root=$?"
+sort -o notes/sorted notes/todo.txt; echo "allowed=$?"
+touch /tmp/scratch; echo "tmp=$?"`
+	r := runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, WritePaths: []string{"notes/**"}, Programs: progs}, w.ws, "/bin/sh", "-c", script)
+	for _, want := range []string{"attached=2", "long=2", "root=1", "allowed=0", "tmp=0"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.ws, "README.md")); string(b) != "readme\n" {
+		t.Errorf("README.md overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.ws, "notes/sorted")); string(b) != "todo\n" {
+		t.Errorf("notes/sorted = %q", b)
+	}
+	// Files the jail creates belong to the gateway's user on the host.
+	fi, err := os.Stat(filepath.Join(w.ws, "notes/sorted"))
+	must(t, err)
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
+		t.Errorf("created file owned by %d, want the gateway's %d", st.Uid, os.Getuid())
+	}
+	// No write paths at all (nil) leaves the workspace writable, hidden
+	// paths excepted; an empty list makes it read-only.
+	r = runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, Programs: progs}, w.ws, "/bin/sh", "-c", "touch newfile; echo root=$?; touch secrets/x; echo hidden=$?")
+	if !strings.Contains(r.out, "root=0") || !strings.Contains(r.out, "hidden=1") {
+		t.Errorf("nil write paths:\n%s", r.out)
+	}
+	r = runInJail(t, Jail{Workspace: w.ws, WritePaths: []string{}, Programs: progs}, w.ws, "/bin/sh", "-c", "touch notes/x; echo notes=$?")
+	if !strings.Contains(r.out, "notes=1") {
+		t.Errorf("empty write paths:\n%s", r.out)
+	}
+}
+
+// An approved program cannot start one that was not approved:
+// sort --compress-program=python3 (GTFOBins) fails to start python3, whose
+// "script" would have copied the gateway's secret.
+func TestJailExecutesOnlyApprovedPrograms(t *testing.T) {
+	w := newJailWorkspace(t)
+	lookPaths(t, "python3")
+	line := fmt.Sprintf("open('notes/pwned','a').write('ran')\n")
+	must(t, os.WriteFile(filepath.Join(w.ws, "notes/big.txt"), bytes.Repeat([]byte(line), 20000), 0o644))
+	progs := lookPaths(t, "sort")
+	r := runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, WritePaths: []string{"notes/**"}, Programs: progs}, w.ws,
+		progs[0], "-S", "1K", "--compress-program=python3", "-T", "notes", "notes/big.txt", "-o", "notes/out")
+	if _, err := os.Stat(filepath.Join(w.ws, "notes/pwned")); err == nil {
+		t.Fatalf("python3 ran under sort:\n%s", r.out)
+	}
+	if r.code == 0 {
+		t.Errorf("sort succeeded although its compressor could not start:\n%s", r.out)
+	}
+	// exec_paths widen it: the same program is then allowed.
+	progs2 := lookPaths(t, "sh", "python3")
+	r = runInJail(t, Jail{Workspace: w.ws, Hide: defaultHide, Programs: progs2[:1], ExecPaths: []string{filepath.Dir(progs2[1]) + "/**"}}, w.ws,
+		"/bin/sh", "-c", "python3 -c 'print(6*7)'")
+	if !strings.Contains(r.out, "42") {
+		t.Errorf("exec_paths did not allow python3:\n%s", r.out)
+	}
+}
+
+// No privilege: no capabilities, no_new_privs, a seccomp filter, a user
+// that is not the host's root.
+func TestJailHasNoPrivileges(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "cat")
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs}, w.ws, progs[0], "/proc/self/status")
+	want := map[string]string{"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"}
+	for _, line := range strings.Split(r.out, "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if w, ok := want[k]; ok {
+			if strings.TrimSpace(v) != w {
+				t.Errorf("%s = %s, want %s", k, strings.TrimSpace(v), w)
+			}
+			delete(want, k)
+		}
+		if k == "Uid" && strings.Fields(v)[0] == "0" {
+			t.Errorf("uid 0 inside")
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("status lacks %v:\n%s", want, r.out)
+	}
+}
+
+// Memory and process bombs are bounded by the jail's limits, and a CPU
+// hog is killed with a note.
+func TestJailBoundsResources(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "sh", "python3")
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MemoryBytes: 256 << 20}}, w.ws,
+		progs[1], "-c", "b = bytearray(2_800_000_000); print('allocated')")
+	if strings.Contains(r.out, "allocated") || r.code == 0 {
+		t.Errorf("2.8 GB allocated under a 256 MiB limit:\n%s", r.out)
+	}
+	fork := `import os, time
+n = 0
+for i in range(1500):
+    try:
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        n += 1
+    except OSError:
+        break
+print("forked", n)`
+	r = runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MaxProcesses: 20}}, w.ws, progs[1], "-c", fork)
+	n := -1
+	if i := strings.Index(r.out, "forked"); i >= 0 {
+		fmt.Sscanf(r.out[i:], "forked %d", &n)
+	}
+	if n <= 0 || n > 20 {
+		t.Errorf("%d processes forked in a jail limited to 20:\n%s", n, r.out)
+	}
+	r = runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{CPUSeconds: 1}}, w.ws, progs[1], "-c", "while True: pass")
+	if !strings.Contains(r.out, "[killed: CPU time limit]") {
+		t.Errorf("CPU hog: code %d\n%s", r.code, r.out)
+	}
+}
+
+// A setsid, double-forked child is killed when the program ends: it never
+// writes the file it waited to write.
+func TestJailKillsSurvivors(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "python3")
+	script := `import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(1.5)
+        open('late', 'w').write('survived')
+    os._exit(0)
+print('parent done')`
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs}, w.ws, progs[0], "-c", script)
+	if !strings.Contains(r.out, "parent done") {
+		t.Fatalf("program:\n%s", r.out)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(w.ws, "late")); err == nil {
+		t.Fatal("a double-forked child survived its jail")
+	}
+}
+
+// Without the network obligation the jail has no network: a listener on
+// the host's loopback is unreachable. With it, it is reachable.
+func TestJailNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello from host\n"))
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "python3")
+	script := "import socket; s = socket.create_connection(('127.0.0.1', " + port + "), 2); print(s.recv(64))"
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs}, w.ws, progs[0], "-c", script)
+	if strings.Contains(r.out, "hello from host") {
+		t.Fatalf("a jail without network reached the host:\n%s", r.out)
+	}
+	r = runInJail(t, Jail{Workspace: w.ws, Programs: progs, Network: true}, w.ws, progs[0], "-c", script)
+	if !strings.Contains(r.out, "hello from host") {
+		t.Fatalf("a jail with network could not connect:\n%s", r.out)
+	}
+}
+
+func TestPlanWorkspaceWritePaths(t *testing.T) {
+	w := newJailWorkspace(t)
+	must(t, os.MkdirAll(filepath.Join(w.ws, "docs/sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.ws, "docs/a.md"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(w.ws, "docs/sub/b.md"), nil, 0o644))
+	plan, err := planWorkspace(w.ws, defaultHide, []string{"src/**", "docs/*.md", "README.md", "missing/**", "notes"})
+	must(t, err)
+	// A folder glob covers the folder; a narrower glob only the files it
+	// matches now; a literal only an existing file; never a folder a
+	// literal names.
+	want := "README.md,docs/a.md,src"
+	if got := strings.Join(plan.writable, ","); got != want {
+		t.Errorf("writable = %s, want %s", got, want)
+	}
+	var hidden []string
+	for _, h := range plan.hidden {
+		hidden = append(hidden, h.rel)
+	}
+	if got := strings.Join(hidden, ","); got != "a/b/.env,secrets" {
+		t.Errorf("hidden = %s", got)
+	}
+	if got := strings.Join(plan.pins, ","); got != "a,a/b" {
+		t.Errorf("pins = %s", got)
+	}
+	plan, err = planWorkspace(w.ws, nil, []string{"**"})
+	must(t, err)
+	if strings.Join(plan.writable, ",") != "." {
+		t.Errorf("** = %v", plan.writable)
+	}
+}
+
+func TestJailArgsRefuseBadPaths(t *testing.T) {
+	for _, jl := range []Jail{
+		{Workspace: "relative"},
+		{Workspace: "/ws", Hide: []string{"/abs"}},
+		{Workspace: "/ws", WritePaths: []string{"["}},
+		{Workspace: "/ws", ExecPaths: []string{"relative/**"}},
+		{Workspace: "/ws", Programs: []string{"sort"}},
+	} {
+		if _, err := jailArgs(jl); err == nil {
+			t.Errorf("%+v accepted", jl)
+		}
+	}
+}
