@@ -15,7 +15,7 @@ import (
 // DefaultPath is the PATH every command runs with unless EnvAllowlist sets
 // one explicitly ("PATH=…"). Programs are always looked up in it, never in
 // a PATH the script assigned itself.
-const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
 
 // DefaultEnvAllowlist returns the environment a command sees when Options
 // names none. A bare NAME copies the gateway's value when set; NAME=VALUE
