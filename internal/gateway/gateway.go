@@ -156,6 +156,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}
 	inv := invoke.New(invoke.Options{
 		DefaultTimeout: cfg.Limits.DefaultTimeout, MaxOutputBytes: cfg.Limits.MaxOutputBytes, Logger: log,
+		TenantCommands: cfg.Limits.TenantCommands,
 	})
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,

@@ -316,7 +316,7 @@ func TestBatchRespectsTheTenantConcurrencyLimit(t *testing.T) {
 	// Every call is accounted for: limit of them run, the rest wait for a
 	// slot. Only then is anything released.
 	eventually(t, "limit calls run and the others wait for a slot", func() bool {
-		return running.Load() == limit && f.pl.slots.waiting.Load() == calls-limit
+		return running.Load() == limit && f.pl.slots.Waiting() == calls-limit
 	})
 	if running.Load() != limit {
 		t.Fatalf("%d calls run at once, limit %d", running.Load(), limit)
