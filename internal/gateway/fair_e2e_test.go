@@ -38,12 +38,12 @@ func TestOneTenantsCommandsDoNotStarveAnother(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = h.do("POST", "/v1/tools/bash/calls", acme, bashBody("sleep 2"))
+			outs[i] = h.do("POST", "/v1/tools/bash/calls", acme, bashBody("sleep 3"))
 			took[i] = time.Since(t0)
 		}()
 	}
 	waitFor(t, "acme's commands to fill its slots and queue", func() bool {
-		return h.g.invoker.CommandsWaiting() == extra
+		return h.g.invoker.CommandsWaiting() > 0
 	})
 
 	// globex's command is answered at once, not after acme's.
@@ -60,14 +60,15 @@ func TestOneTenantsCommandsDoNotStarveAnother(t *testing.T) {
 			t.Errorf("acme sleep %d: %d %s", i, o.status, o.raw)
 		}
 	}
-	// Never more than limit of acme's sleeps at once: 8 sleeps of 2 s in
-	// slots of 4 take two rounds. Without the cap they would take one.
-	if total < 3500*time.Millisecond {
-		t.Fatalf("%d sleeps of 2 s took %s: more than %d ran at once", limit+extra, total, limit)
+	// Never more than limit of acme's sleeps at once: 8 sleeps of 3 s in
+	// 4 slots take two rounds, so at least 4 of them end after 6 s. Without
+	// the cap all would end after about 3 s.
+	if total < 5500*time.Millisecond {
+		t.Fatalf("%d sleeps of 3 s took %s: more than %d ran at once", limit+extra, total, limit)
 	}
 	slowest := 0
 	for _, d := range took {
-		if d >= 3500*time.Millisecond {
+		if d >= 5500*time.Millisecond {
 			slowest++
 		}
 	}
@@ -115,7 +116,7 @@ func TestABatchCountsAgainstTheTenantsCommandSlots(t *testing.T) {
 			{"tool":"bash","arguments":{"command":"sleep 3"}},
 			{"tool":"bash","arguments":{"command":"sleep 3"}}]}`))
 	}()
-	waitFor(t, "the batch to fill acme's slots", func() bool { return h.g.invoker.CommandsWaiting() == 1 })
+	waitFor(t, "the batch to fill acme's slots", func() bool { return h.g.invoker.CommandsWaiting() > 0 })
 	s := time.Now()
 	if r := h.do("POST", "/v1/tools/bash/calls", globex, bashBody("echo hi")); r.str("outcome") != "ok" || time.Since(s) > 2*time.Second {
 		t.Fatalf("globex echo beside acme's batch: %s after %s", r.raw, time.Since(s))
