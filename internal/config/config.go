@@ -144,6 +144,11 @@ type Limits struct {
 	// TenantConcurrency bounds how many batch calls of one tenant run at
 	// once, across all its batches (default 8).
 	TenantConcurrency int `yaml:"tenant_concurrency"`
+	// TenantCommands bounds how many command-tool calls (bash, a
+	// background start included) of one tenant run at once, single and
+	// batch calls alike, under the gateway's global cap of 64 calls
+	// (default 8).
+	TenantCommands int `yaml:"tenant_commands"`
 }
 
 // Sandbox configures the command jail (README "Security model").

@@ -35,6 +35,7 @@ const (
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultMaxBatchCalls  = 32
 	DefaultTenantConc     = 8
+	DefaultTenantCommands = 8
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
 	DefaultApprovalTTL    = time.Hour
@@ -119,6 +120,7 @@ func defaults() *Config {
 
 			MaxBatchCalls:     DefaultMaxBatchCalls,
 			TenantConcurrency: DefaultTenantConc,
+			TenantCommands:    DefaultTenantCommands,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},

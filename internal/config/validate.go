@@ -411,6 +411,7 @@ func (v *validator) limits(l Limits) {
 	positive("limits.max_arg_depth", int64(l.MaxArgDepth))
 	positive("limits.max_output_bytes", int64(l.MaxOutputBytes))
 	positive("limits.tenant_concurrency", int64(l.TenantConcurrency))
+	positive("limits.tenant_commands", int64(l.TenantCommands))
 	switch {
 	case l.MaxBatchCalls <= 0:
 		v.add("limits.max_batch_calls", "must be positive, got %d", l.MaxBatchCalls)

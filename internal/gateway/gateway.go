@@ -45,6 +45,7 @@ type Gateway struct {
 	handler    http.Handler
 	registry   *prometheus.Registry
 	pipeline   *pipeline.Pipeline
+	invoker    *invoke.Invoker  // runs every call; holds the command slots
 	shadow     *pipeline.Shadow // nil without policy.shadow
 }
 
@@ -157,7 +158,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}
 	inv := invoke.New(invoke.Options{
 		DefaultTimeout: cfg.Limits.DefaultTimeout, MaxOutputBytes: cfg.Limits.MaxOutputBytes, Logger: log,
+		TenantCommands: cfg.Limits.TenantCommands,
 	})
+	g.invoker = inv
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,

@@ -3,6 +3,13 @@
 // concurrency limit, panic recovery, result caps and error redaction: what
 // the model sees is the tool's result, its explicit model-facing error, or
 // exactly "the tool failed".
+//
+// Two concurrency limits apply: at most MaxConcurrent calls of any tool
+// run at once (the global cap), and at most TenantCommands command-tool
+// calls (action ActionCommand: bash, foreground or a background start) of
+// one tenant, so that one tenant's commands cannot take every global slot.
+// A call takes its tenant's command slot before a global one: a call
+// waiting for its own tenant never holds a slot another tenant could use.
 package invoke
 
 import (
@@ -34,14 +41,32 @@ type Options struct {
 	DefaultTimeout time.Duration // used when a tool sets none; default 30s
 	MaxOutputBytes int           // used when a tool sets none; default 64 KiB
 	MaxConcurrent  int           // calls running at once, default 64
+	// TenantCommands bounds the command-tool calls of one tenant running
+	// at once, under MaxConcurrent; default DefaultTenantCommands.
+	TenantCommands int
 	Logger         *slog.Logger
 }
 
+// ActionCommand is the action of the tools that run programs: their calls
+// count against Options.TenantCommands.
+const ActionCommand = "command.execute"
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrent  = 64
+	DefaultTenantCommands = 8
+)
+
+// IsCommand reports whether calls of spec run programs (and so take a
+// command slot of their tenant).
+func IsCommand(spec *tools.Spec) bool { return spec.Action == ActionCommand }
+
 // Invoker runs prepared calls.
 type Invoker struct {
-	opts Options
-	sem  chan struct{}
-	log  *slog.Logger
+	opts     Options
+	sem      chan struct{}
+	commands *TenantSlots
+	log      *slog.Logger
 }
 
 // New returns an Invoker.
@@ -53,13 +78,21 @@ func New(opts Options) *Invoker {
 		opts.MaxOutputBytes = 64 << 10
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 64
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.TenantCommands <= 0 {
+		opts.TenantCommands = DefaultTenantCommands
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Invoker{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), log: opts.Logger}
+	return &Invoker{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent),
+		commands: NewTenantSlots(opts.TenantCommands), log: opts.Logger}
 }
+
+// CommandsWaiting is how many command-tool calls wait for a slot of their
+// tenant right now.
+func (iv *Invoker) CommandsWaiting() int64 { return iv.commands.Waiting() }
 
 // Outcome is the shaped result of one invocation.
 type Outcome struct {
@@ -111,6 +144,15 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 
+	// A call that gets no slot within its time limit fails closed without
+	// running: the model sees "the tool failed", like any other timeout.
+	if IsCommand(p.Spec()) {
+		release, err := iv.commands.Acquire(ctx, p.Tenant())
+		if err != nil {
+			return iv.failed(start, fmt.Errorf("waiting for a command slot of tenant %q: %w", p.Tenant(), err))
+		}
+		defer release()
+	}
 	select {
 	case iv.sem <- struct{}{}:
 		defer func() { <-iv.sem }()

@@ -229,7 +229,7 @@ func (p *Pipeline) decideAndRun(ctx context.Context, b *batch, calls []*call, ga
 			if b.isFailed() {
 				return
 			}
-			release, err := p.slots.acquire(ctx, c.req.Identity.Tenant)
+			release, err := p.slots.Acquire(ctx, c.req.Identity.Tenant)
 			if err != nil {
 				return // canceled while waiting: it never started
 			}

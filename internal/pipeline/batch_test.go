@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -316,7 +317,7 @@ func TestBatchRespectsTheTenantConcurrencyLimit(t *testing.T) {
 	// Every call is accounted for: limit of them run, the rest wait for a
 	// slot. Only then is anything released.
 	eventually(t, "limit calls run and the others wait for a slot", func() bool {
-		return running.Load() == limit && f.pl.slots.waiting.Load() == calls-limit
+		return running.Load() == limit && f.pl.slots.Waiting() == calls-limit
 	})
 	if running.Load() != limit {
 		t.Fatalf("%d calls run at once, limit %d", running.Load(), limit)
@@ -397,5 +398,133 @@ func TestBatchToolPermanentFailureCancelsSiblingsAndKeepsItsResult(t *testing.T)
 		if evs := f.events(t, id); len(evs) == 0 || evs[0].Outcome != OutcomeCanceled || evs[0].Reasons[0] != ReasonCanceled {
 			t.Errorf("sibling %s: events %+v, want a canceled event last", id, evs)
 		}
+	}
+}
+
+// cmdTool stands for a command tool (action command.execute): a command
+// resource, file resources it names (access "command") and files it is
+// known to write (access "write").
+type cmdTool struct {
+	run func(ctx context.Context, name string) error
+}
+
+func (*cmdTool) Spec() *tools.Spec {
+	return &tools.Spec{
+		Name: "cmd", Description: "test command", Kind: tools.KindBuiltin, Action: "command.execute", Effects: []string{"command.execute"},
+		InputSchema: `{"type":"object","additionalProperties":false,"required":["name"],
+"properties":{"name":{"type":"string"},"args":{"type":"array","items":{"type":"string"}},"writes":{"type":"array","items":{"type":"string"}}}}`,
+	}
+}
+
+func (*cmdTool) Prepare(_ context.Context, _ *tools.Env, args map[string]any) (tools.Plan, error) {
+	res := []tools.Resource{{"type": "command", "command": args["name"]}}
+	for _, access := range []string{"args", "writes"} {
+		list, _ := args[access].([]any)
+		for _, p := range list {
+			a := "command"
+			if access == "writes" {
+				a = "write"
+			}
+			res = append(res, tools.Resource{"type": "file", "path": p, "access": a})
+		}
+	}
+	return tools.Plan{Args: args, Resources: res, Artifact: targetArtifact{args["name"].(string)}}, nil
+}
+
+func (t *cmdTool) Run(ctx context.Context, _ *tools.Env, a any, _ tools.Limits) (tools.Result, error) {
+	name := a.(targetArtifact).name
+	if t.run != nil {
+		if err := t.run(ctx, name); err != nil {
+			return tools.Result{}, err
+		}
+	}
+	return tools.Result{Content: "ran " + name}, nil
+}
+
+func cmdCall(name string, args, writes []string) BatchCall {
+	m := map[string]any{"name": name}
+	if args != nil {
+		m["args"] = args
+	}
+	if writes != nil {
+		m["writes"] = writes
+	}
+	b, _ := json.Marshal(m)
+	return BatchCall{Tool: "cmd", CallID: name, Arguments: b}
+}
+
+func TestConflictsOrderCommandsOnlyAgainstFileWrites(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAllow}, &targetTool{}, &cmdTool{})
+	var calls []*call
+	for _, bc := range []BatchCall{
+		cmdCall("c0", []string{"1"}, nil),        // sleep 1
+		cmdCall("c1", []string{"1"}, nil),        // sleep 1 again: no write, no order
+		targetCall("w2", "x", "write"),           // a file write after two commands
+		cmdCall("c3", []string{"x"}, nil),        // reads the workspace after that write
+		targetCall("r4", "y", "read"),            // a read orders nothing against commands
+		cmdCall("c5", nil, []string{"out"}),      // a known write: after every earlier command and write
+		targetCall("r6", "out", "read"),          // reads what c5 writes
+		cmdCall("c7", []string{"z"}, []string{}), // after c5, which writes a file
+	} {
+		c := &call{req: Request{Identity: alice, Tool: bc.Tool, Arguments: bc.Arguments}, run: true, callID: bc.CallID, durations: map[string]int64{}}
+		rev, _ := f.pl.revision()
+		c.rev = rev
+		g, err := f.pl.admit(context.Background(), rev, alice, "", bc.Tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, final, err := f.pl.prepareCall(context.Background(), c, g); err != nil || final {
+			t.Fatalf("prepare %s: %v", bc.CallID, err)
+		}
+		calls = append(calls, c)
+	}
+	got := fmt.Sprint(conflicts(calls, make([]bool, len(calls))))
+	if want := "[[] [] [0 1] [2] [] [0 1 2 3] [5] [2 5]]"; got != want {
+		t.Fatalf("dependencies %s, want %s", got, want)
+	}
+}
+
+func TestBatchRunsIndependentCommandsAtOnce(t *testing.T) {
+	const calls = 4
+	var running, most atomic.Int32
+	all := make(chan struct{})
+	var once sync.Once
+	ct := &cmdTool{run: func(ctx context.Context, name string) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		if n == calls {
+			once.Do(func() { close(all) })
+		}
+		// Every command waits until all of them run: commands run one
+		// after another would each give up here.
+		select {
+		case <-all:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("the other commands never started")
+		}
+	}}
+	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAllow}, ct)
+	var batch []BatchCall
+	for i := range calls {
+		batch = append(batch, cmdCall(fmt.Sprint("c", i), []string{"1"}, nil))
+	}
+	out := f.pl.Batch(context.Background(), BatchRequest{Identity: alice, Calls: batch}, true)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	for i, r := range out.Results {
+		if r.Outcome != "ok" || r.Content != fmt.Sprint("ran c", i) {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if most.Load() != calls {
+		t.Fatalf("at most %d commands ran at once, want all %d", most.Load(), calls)
 	}
 }

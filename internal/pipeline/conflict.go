@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
@@ -13,36 +15,51 @@ type target struct {
 	write bool
 }
 
-// targets lists what a prepared call touches: files by their resolved
-// path (writing when access is write), processes and tasks by id, a
-// session's task list, and "the command runner" for commands, whose
-// effects no resource fully describes. Other resources (urls, skills)
-// order nothing.
-func targets(prep *prepare.Prepared) []target {
+// touch is what a prepared call touches: its targets, and whether it may
+// read any file of the workspace (a command: which files a program opens is
+// not in its arguments).
+type touch struct {
+	targets   []target
+	readsAll  bool
+	writesAny bool // some target is a file it writes
+}
+
+// touches lists what a prepared call touches: files by their resolved path
+// (writing when access is write), processes and tasks by id, a session's
+// task list. A command (a tool whose action is command.execute) reads the
+// whole workspace and writes the files its resources say it writes
+// (access "write"); two commands are not ordered otherwise, so that
+// independent commands run at once. Other resources (urls, skills) order
+// nothing.
+func touches(prep *prepare.Prepared) touch {
 	doc := prep.Document()
 	res, _ := doc["resources"].([]any)
 	readOnly := prep.Spec().Annotations.ReadOnly
-	var out []target
+	t := touch{readsAll: invoke.IsCommand(prep.Spec())}
 	for _, v := range res {
 		r, _ := v.(map[string]any)
 		switch r["type"] {
 		case "file":
-			out = append(out, target{key: fmt.Sprintf("file:%v", r["path"]), write: r["access"] == "write"})
+			w := r["access"] == "write"
+			t.targets = append(t.targets, target{key: fmt.Sprintf("file:%v", r["path"]), write: w})
+			t.writesAny = t.writesAny || w
 		case "process", "task":
-			out = append(out, target{key: fmt.Sprintf("%v:%v", r["type"], r["id"]), write: !readOnly})
+			t.targets = append(t.targets, target{key: fmt.Sprintf("%v:%v", r["type"], r["id"]), write: !readOnly})
 		case "task_list":
-			out = append(out, target{key: fmt.Sprintf("task_list:%v", r["session"]), write: !readOnly})
+			t.targets = append(t.targets, target{key: fmt.Sprintf("task_list:%v", r["session"]), write: !readOnly})
 		case "command":
-			out = append(out, target{key: "command", write: true})
+			t.readsAll = true
 		}
 	}
-	return out
+	return t
 }
 
 // conflicts returns, for each prepared call that is not final yet, the
-// earlier such calls it must wait for: those sharing a target with it where at least one of
-// the two writes. Waiting on every such earlier call (not only the last)
-// keeps request order even when reads sit between two writes.
+// earlier such calls it must wait for: those sharing a target with it where
+// at least one of the two writes, and, between a call that reads the whole
+// workspace and one that writes a file, the earlier of the two. Waiting on
+// every such earlier call (not only the last) keeps request order even
+// when reads sit between two writes.
 func conflicts(calls []*call, final []bool) [][]int {
 	deps := make([][]int, len(calls))
 	type seen struct {
@@ -50,23 +67,46 @@ func conflicts(calls []*call, final []bool) [][]int {
 		write bool
 	}
 	byKey := map[string][]seen{}
+	var readAll, wroteFile []int // earlier calls reading every file, writing some file
 	for i, c := range calls {
 		if c.prepared == nil || final[i] {
 			continue
 		}
-		ts := targets(c.prepared)
+		t := touches(c.prepared)
 		added := map[int]bool{}
-		for _, t := range ts {
-			for _, s := range byKey[t.key] {
-				if (s.write || t.write) && !added[s.idx] && s.idx != i {
-					deps[i] = append(deps[i], s.idx)
-					added[s.idx] = true
+		dep := func(j int) {
+			if !added[j] && j != i {
+				deps[i] = append(deps[i], j)
+				added[j] = true
+			}
+		}
+		for _, tg := range t.targets {
+			for _, s := range byKey[tg.key] {
+				if s.write || tg.write {
+					dep(s.idx)
 				}
 			}
 		}
-		for _, t := range ts {
-			byKey[t.key] = append(byKey[t.key], seen{i, t.write})
+		if t.readsAll {
+			for _, j := range wroteFile {
+				dep(j)
+			}
 		}
+		if t.writesAny {
+			for _, j := range readAll {
+				dep(j)
+			}
+		}
+		for _, tg := range t.targets {
+			byKey[tg.key] = append(byKey[tg.key], seen{i, tg.write})
+		}
+		if t.readsAll {
+			readAll = append(readAll, i)
+		}
+		if t.writesAny {
+			wroteFile = append(wroteFile, i)
+		}
+		slices.Sort(deps[i])
 	}
 	return deps
 }

@@ -98,8 +98,8 @@ const DefaultTenantConcurrency = 8
 // Pipeline runs tool calls and decisions.
 type Pipeline struct {
 	o     Options
-	calls waiters // long-polling callers, by tenant and call id
-	slots *slots
+	calls waiters             // long-polling callers, by tenant and call id
+	slots *invoke.TenantSlots // batch calls running, per tenant
 }
 
 // New returns a Pipeline.
@@ -128,7 +128,7 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
-	return &Pipeline{o: o, slots: newSlots(o.TenantConcurrency)}
+	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency)}
 }
 
 // Request is one call as the API received it. Identity is verified; the

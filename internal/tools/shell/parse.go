@@ -259,8 +259,11 @@ func literalWord(w *syntax.Word) (string, bool) {
 		}
 	}
 	// The interpreter's own expansion, with no environment and no
-	// globbing, gives the exact argv element it will produce.
-	fields, err := expand.Fields(nil, w)
+	// globbing, gives the exact argv element it will produce. The config is
+	// fresh each time: expand fills in the config it is given, and with nil
+	// it fills in a package-level one, a data race between two commands
+	// prepared at once.
+	fields, err := expand.Fields(&expand.Config{}, w)
 	if err != nil || len(fields) != 1 {
 		return "", false
 	}
