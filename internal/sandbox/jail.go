@@ -33,7 +33,7 @@ const (
 // Default resource limits of a jailed program. Obligations only tighten
 // them.
 const (
-	DefaultMemoryBytes   = 1 << 30 // address space per process
+	DefaultMemoryBytes   = 1 << 30 // writable private memory per process (RLIMIT_DATA)
 	DefaultMaxProcesses  = 128     // tasks (processes and threads) of the jail's user
 	DefaultCPUSeconds    = 120     // CPU time per process
 	DefaultFileSizeBytes = 1 << 30 // largest file a program may write

@@ -98,6 +98,10 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 	if _, err := os.Stat(prog); err != nil {
 		return fail(ExitNotFound, errors.New("command not found"))
 	}
+	// Limits last: they bind this process too, and it only waits from here.
+	if err := setLimits(cfg.limits); err != nil {
+		return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: limits: %v", err))
+	}
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{Dir: cwd, Env: env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) {
@@ -244,9 +248,6 @@ func buildJail(cfg helperConfig, cwd string) error {
 		return fmt.Errorf("working folder: %v", errnoText(err))
 	}
 	_ = unix.Sethostname([]byte("toolgate"))
-	if err := setLimits(cfg.limits); err != nil {
-		return fmt.Errorf("limits: %v", err)
-	}
 	if err := dropCaps(); err != nil {
 		return fmt.Errorf("dropping capabilities: %v", err)
 	}
@@ -750,9 +751,12 @@ func interpreterOf(p string) string {
 }
 
 // setLimits applies the resource limits to this process; the program
-// inherits them. RLIMIT_NPROC counts the tasks of the jail's user in its
-// own user namespace, so it bounds this jail only; the helper's own
-// threads are added to it.
+// inherits them. Memory is RLIMIT_DATA, the writable private memory a
+// process has actually mapped (heap, anonymous mappings, thread stacks):
+// RLIMIT_AS would also count the address space Go and other runtimes only
+// reserve, and break them far below any real use. RLIMIT_NPROC counts the
+// tasks of the jail's user in its own user namespace, so it bounds this
+// jail only; the helper's own threads are added to it.
 func setLimits(l Limits) error {
 	threads := int64(0)
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
@@ -766,7 +770,7 @@ func setLimits(l Limits) error {
 		return unix.Setrlimit(res, &unix.Rlimit{Cur: uint64(v), Max: uint64(v)})
 	}
 	return errors.Join(
-		set(unix.RLIMIT_AS, l.MemoryBytes),
+		set(unix.RLIMIT_DATA, l.MemoryBytes),
 		set(unix.RLIMIT_NPROC, l.MaxProcesses+threads),
 		// SIGXCPU at the limit (so the result can say why), SIGKILL a
 		// second later for a program that catches it.
