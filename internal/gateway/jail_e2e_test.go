@@ -253,5 +253,3 @@ func TestJailHappyPaths(t *testing.T) {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-
