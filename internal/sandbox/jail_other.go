@@ -8,23 +8,6 @@ import (
 	"os/exec"
 )
 
-// JailStatus is what /readyz and /v1/policy report about the jail.
-type JailStatus struct {
-	Mode       string   `json:"mode"`
-	Ready      bool     `json:"ready"`
-	Mechanisms []string `json:"mechanisms"`
-	UID        int      `json:"uid"`
-	GID        int      `json:"gid"`
-	Reason     string   `json:"reason,omitempty"`
-}
-
-// JailerOptions configure NewJailer.
-type JailerOptions struct {
-	Self     string
-	UID, GID int
-	Env      []string
-}
-
 // Jailer starts programs in jails; it exists only on Linux.
 type Jailer struct{}
 

@@ -13,37 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// JailStatus is what /readyz and /v1/policy report about the jail.
-type JailStatus struct {
-	// Mode is ModeJail or ModeLandlockOnly.
-	Mode string `json:"mode"`
-	// Ready is true when commands can run in this mode.
-	Ready bool `json:"ready"`
-	// Mechanisms names what is active: namespaces, landlock, seccomp,
-	// limits, idmapped-workspace.
-	Mechanisms []string `json:"mechanisms"`
-	// UID and GID are the host ids jailed programs run as.
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-	// Reason says why the jail is not ready. It never names host paths.
-	Reason string `json:"reason,omitempty"`
-}
-
-// JailerOptions configure NewJailer.
-type JailerOptions struct {
-	// Self is the helper binary (normally the gateway binary): it must
-	// dispatch "sandbox-exec" to [Main]. "" means os.Executable().
-	Self string
-	// UID and GID are the host ids programs run as when the gateway runs
-	// as root (config sandbox.uid/gid); 0 means 65534 (nobody). A gateway
-	// that is not root runs programs as its own uid, in a user namespace,
-	// without capabilities.
-	UID, GID int
-	// Env is added to the environment of the probe run (tests use it to
-	// make their binary act as the helper).
-	Env []string
-}
-
 // Jailer starts programs in jails. It is safe for concurrent use.
 type Jailer struct {
 	self     *os.File // the helper binary, exec'd as /proc/self/fd/3
