@@ -240,48 +240,22 @@ func (r *resolver) resolve() (Resolved, error) {
 // cannot be looked up: comp and the rest are joined lexically, ".."
 // still climbing (past the root, the name is outside).
 func (r *resolver) lexicalRest(stack []string, comp, todo string) (Resolved, error) {
-	stack = append(stack, comp)
-	for todo != "" {
-		var c string
-		c, todo, _ = strings.Cut(todo, "/")
-		switch c {
-		case "", ".":
-		case "..":
-			if len(stack) == 0 {
-				return r.outside()
-			}
-			stack = stack[:len(stack)-1]
-		default:
-			stack = append(stack, c)
-		}
+	parts, _, escaped := lexical(stack, comp, todo)
+	if escaped {
+		return r.outside()
 	}
-	return Resolved{Rel: joinRel(stack)}, nil
+	return Resolved{Rel: joinRel(parts)}, nil
 }
 
 // missingTarget finishes strict resolution once component comp of the
 // existing folder stack does not exist: the rest is taken literally, since
 // nothing below a missing folder can be a symlink yet.
 func (r *resolver) missingTarget(stack []string, comp, todo string) (Resolved, error) {
-	missing := []string{comp}
-	sawDotDot := false
-	depth := len(stack) + 1
-	for todo != "" {
-		var c string
-		c, todo, _ = strings.Cut(todo, "/")
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			// Report an escape as such even though the kernel would stop
-			// at the missing folder first.
-			sawDotDot = true
-			if depth--; depth < 0 {
-				return r.outside()
-			}
-			continue
-		}
-		depth++
-		missing = append(missing, c)
+	// Report an escape as such even though the kernel would stop at the
+	// missing folder first.
+	parts, sawDotDot, escaped := lexical(stack, comp, todo)
+	if escaped {
+		return r.outside()
 	}
 	switch r.o.Mode {
 	case MustExist:
@@ -300,11 +274,34 @@ func (r *resolver) missingTarget(stack []string, comp, todo string) (Resolved, e
 	if !pi.IsDir() {
 		return Resolved{}, r.argErr(RuleNotDirComp)
 	}
-	rel := joinRel(append(append([]string(nil), stack...), missing...))
+	rel := joinRel(parts)
 	if TooLong(rel) { // a symlink's target may name what the name did not
 		return Resolved{}, r.argErr(RuleTooLong)
 	}
-	return Resolved{Rel: rel, Parent: parent, ParentInfo: pi, Missing: missing}, nil
+	return Resolved{Rel: rel, Parent: parent, ParentInfo: pi, Missing: parts[len(stack):]}, nil
+}
+
+// lexical appends comp and the components of rest to a copy of stack
+// without looking anything up: ".." pops, "" and "." are skipped. It
+// reports whether rest held a "..", and whether one climbed above the root.
+func lexical(stack []string, comp, rest string) (parts []string, sawDotDot, escaped bool) {
+	parts = append(append([]string(nil), stack...), comp)
+	for rest != "" {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		switch c {
+		case "", ".":
+		case "..":
+			if len(parts) == 0 {
+				return nil, true, true
+			}
+			sawDotDot = true
+			parts = parts[:len(parts)-1]
+		default:
+			parts = append(parts, c)
+		}
+	}
+	return parts, sawDotDot, false
 }
 
 // TooLong reports a name over the kernel's limits: longer than MaxPath
