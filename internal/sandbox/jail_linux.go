@@ -21,6 +21,8 @@ import (
 
 	"github.com/gobwas/glob"
 	"golang.org/x/sys/unix"
+
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // The helper's side of the jail. It runs as PID 1 of fresh PID, mount,
@@ -440,23 +442,41 @@ type workspacePlan struct {
 // workspace for "**"), each existing file a literal glob names, and each
 // existing file any other glob matches. Folders a narrower glob would
 // cover only in part stay read-only: a write path is never widened.
+//
+// A literal or folder is made writable only when it is the path it names:
+// resolved in the workspace by wspath.Resolve (the tools' resolver) to
+// itself, so that no symlink or '..' on the way leads elsewhere — policy
+// judged the path the glob spells, and the tools resolve symlinks before
+// they judge one.
 func planWorkspace(w string, hide, writable []string) (workspacePlan, error) {
 	var plan workspacePlan
 	hideM, err := compileGlobs(hide)
 	if err != nil {
 		return plan, err
 	}
+	root, err := os.OpenRoot(w)
+	if err != nil {
+		return plan, err
+	}
+	defer root.Close()
+	exact := func(p string) (fs.FileInfo, bool) {
+		r, err := wspath.Resolve(root, p, wspath.Options{Mode: wspath.MustExist})
+		if err != nil || r.Rel != path.Clean(p) {
+			return nil, false
+		}
+		return r.Info, true
+	}
 	var walkW []*glob.Pattern
 	for _, g := range writable {
 		prefix, tree, literal := globRoot(g)
 		switch {
 		case literal:
-			if fi, err := os.Lstat(w + "/" + g); err == nil && fi.Mode().IsRegular() {
+			if fi, ok := exact(g); ok && fi.Mode().IsRegular() {
 				plan.writable = append(plan.writable, path.Clean(g))
 			}
 		case tree:
-			if fi, err := os.Lstat(w + "/" + prefix); err == nil && fi.IsDir() {
-				plan.writable = append(plan.writable, prefix)
+			if fi, ok := exact(prefix); ok && fi.IsDir() {
+				plan.writable = append(plan.writable, path.Clean(prefix))
 			}
 		default:
 			c, err := glob.Compile(g, '/')

@@ -3,7 +3,6 @@ package shell
 import (
 	"io/fs"
 	"os"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,8 +43,8 @@ func argumentFiles(root *os.Root, cwd string, segments [][]string) ([]tools.Reso
 	for _, seg := range segments {
 		if len(seg) == 2 && seg[0] == "cd" && !strings.HasPrefix(seg[1], "-") {
 			for _, b := range bases {
-				if p, inside, _ := resolveLoose(root, b, seg[1]); inside {
-					bases = append(bases, p)
+				if r, err := resolveLoose(root, b, seg[1]); err == nil && !r.Outside {
+					bases = append(bases, r.Rel)
 				}
 			}
 		}
@@ -73,20 +72,19 @@ func argumentFiles(root *os.Root, cwd string, segments [][]string) ([]tools.Reso
 	}
 	for _, seg := range segments {
 		for _, u := range argumentUses(seg) {
-			tok := u.word
-			if tok == "" || strings.IndexByte(tok, 0) >= 0 {
-				continue
-			}
-			if isAbs(tok) {
-				if !add(path.Clean(tok), u.access, false, nil) {
-					return nil, &tools.ArgError{Pointer: "/command", Rule: ruleTooManyPaths}
-				}
+			if u.word == "" {
 				continue
 			}
 			for _, b := range bases {
-				p, inside, fi := resolveLoose(root, b, tok)
-				if !add(p, u.access, inside, fi) {
+				r, err := resolveLoose(root, b, u.word)
+				if err != nil { // a NUL byte: no program can be given it
+					break
+				}
+				if !add(r.Rel, u.access, !r.Outside, r.Info) {
 					return nil, &tools.ArgError{Pointer: "/command", Rule: ruleTooManyPaths}
+				}
+				if r.Outside && wspath.IsAbs(u.word) {
+					break // the same path from every base
 				}
 			}
 		}
@@ -101,64 +99,15 @@ func argumentFiles(root *os.Root, cwd string, segments [][]string) ([]tools.Reso
 	return out, nil
 }
 
-// resolveLoose resolves name against the workspace-relative folder base:
-// symlinks of existing components are expanded, the first missing
-// component ends resolution (the rest is joined lexically). It reports
-// whether the result stays inside the workspace; outside paths are
-// returned as the cleaned name the command gave. fi is the Lstat of the
-// result when it exists.
-func resolveLoose(root *os.Root, base, name string) (string, bool, fs.FileInfo) {
-	var stack []string
-	if base != "." {
-		stack = strings.Split(base, "/")
-	}
-	todo := name
-	hops := 0
-	missing := false
-	var last fs.FileInfo // Lstat of the last component of stack, when known
-	for todo != "" {
-		var comp string
-		comp, todo, _ = strings.Cut(todo, "/")
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			if len(stack) == 0 {
-				return path.Clean(name), false, nil
-			}
-			stack = stack[:len(stack)-1]
-			last = nil
-			continue
-		}
-		if missing {
-			stack = append(stack, comp)
-			continue
-		}
-		cand := joinRel(append(stack, comp))
-		fi, err := root.Lstat(cand)
-		if err != nil {
-			missing = true // nothing below a missing component exists
-			stack = append(stack, comp)
-			last = nil
-			continue
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			hops++
-			target, err := root.Readlink(cand)
-			if err != nil || hops > maxSymlinkHops || target == "" || isAbs(target) {
-				return path.Clean(name), false, nil
-			}
-			todo = strings.TrimSuffix(target+"/"+todo, "/")
-			continue
-		}
-		stack = append(stack, comp)
-		last = fi
-	}
-	if missing {
-		return joinRel(stack), true, nil
-	}
-	if last == nil { // the base itself, or a climb back up into it
-		last, _ = root.Lstat(joinRel(stack))
-	}
-	return joinRel(stack), true, last
+// resolveLoose resolves name against the workspace-relative folder base
+// with the one resolver of workspace paths in its Loose mode: symlinks of
+// existing components are expanded, the first component that cannot be
+// looked up ends resolution (the rest is joined lexically), and a name
+// that leaves the workspace is reported Outside as the cleaned name the
+// command gave. A name too long to be a path (wspath.TooLong) is not
+// refused here: arguments are often not paths at all (a commit message, a
+// sed script), and no program can open it; it is reported like a missing
+// path.
+func resolveLoose(root *os.Root, base, name string) (wspath.Resolved, error) {
+	return wspath.Resolve(root, name, wspath.Options{Mode: wspath.Loose, Base: base, Pointer: "/command"})
 }

@@ -40,6 +40,11 @@ func TestArgumentsBecomeFileResources(t *testing.T) {
 		{"absolute paths are outside", "cat /etc/passwd", []string{"!/etc/passwd"}},
 		{"escapes are outside", "cat ../../x", []string{"!../../x"}},
 		{"missing files still count", "cp docs/a secrets/new", []string{"docs/a", "w:secrets/new"}},
+		// A word too long to be a path (wspath.TooLong) is not refused:
+		// arguments need not be paths. It is reported like a missing path.
+		{"a word with a component over 255 bytes", "git commit -m " + strings.Repeat("m", 300), []string{"commit", strings.Repeat("m", 300)}},
+		{"a word over 4095 bytes", "echo docs/" + strings.Repeat("e/", 2100), []string{"docs/" + strings.Repeat("e/", 2099) + "e"}},
+		{"a too-long word below a symlink resolves the symlink", "cat innocent.txt/" + strings.Repeat("x", 256), []string{"secrets/db.env/" + strings.Repeat("x", 256)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // maxCommandRunes is the longest command bash accepts.
@@ -188,7 +188,7 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	}
 	root, wsDir := env.Workspace.Root(), env.Workspace.Dir()
 	rel, info, err := resolveDir(root, "", a.cwd)
-	if err != nil || rel != a.cwd || !sameIdentity(info, a.cwdInfo) {
+	if err != nil || rel != a.cwd || !wspath.SameIdentity(info, a.cwdInfo) {
 		return tools.Result{}, fmt.Errorf("shell: working folder: %w", tools.ErrTargetChanged)
 	}
 	e := &execution{
@@ -287,15 +287,6 @@ func (t *Bash) runForeground(ctx context.Context, a *bashArtifact, e *execution,
 // formatSeconds renders d as seconds, e.g. "30s" or "1.5s".
 func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64) + "s"
-}
-
-// sameIdentity reports whether two FileInfos describe the same file of the
-// same type.
-func sameIdentity(a, b fs.FileInfo) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	return a.Mode().Type() == b.Mode().Type() && os.SameFile(a, b)
 }
 
 // segmentsValue converts segments to resource JSON values.

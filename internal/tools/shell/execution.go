@@ -18,6 +18,8 @@ import (
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // Messages written into a command's output when something is refused at
@@ -298,7 +300,7 @@ func (e *execution) display(name string) string {
 // dirInside reports whether the interpreter's folder (which cd may have
 // changed) still resolves inside the workspace.
 func (e *execution) dirInside(dir string) bool {
-	rel, ok := hostRel(e.wsDir, dir)
+	rel, ok := wspath.HostRel(e.wsDir, dir)
 	if !ok {
 		return false
 	}
@@ -317,7 +319,7 @@ func (e *execution) open(ctx context.Context, path string, flag int, perm os.Fil
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(hc.Dir, path)
 	}
-	rel, ok := hostRel(e.wsDir, abs)
+	rel, ok := wspath.HostRel(e.wsDir, abs)
 	if !ok {
 		e.mu.Lock()
 		e.refusedOpens++
@@ -344,7 +346,7 @@ func (e *execution) readDir(ctx context.Context, path string) ([]fs.DirEntry, er
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(hc.Dir, path)
 	}
-	rel, ok := hostRel(e.wsDir, abs)
+	rel, ok := wspath.HostRel(e.wsDir, abs)
 	if !ok {
 		return nil, nil
 	}

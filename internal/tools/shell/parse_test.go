@@ -2,8 +2,11 @@ package shell
 
 import (
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 func TestCommandResourceIsExact(t *testing.T) {
@@ -121,6 +124,10 @@ func TestPrepareRejectsBadCommands(t *testing.T) {
 		{"absolute cwd", true, map[string]any{"command": "ls", "cwd": "/etc"}, "/cwd", "must stay inside the workspace"},
 		{"missing cwd", true, map[string]any{"command": "ls", "cwd": "nope"}, "/cwd", "folder does not exist"},
 		{"cwd is a file", true, map[string]any{"command": "ls", "cwd": "file.txt"}, "/cwd", "must be a folder"},
+		{"cwd below a file", true, map[string]any{"command": "ls", "cwd": "file.txt/x"}, "/cwd", wspath.RuleNotDirComp},
+		{"cwd climbing out below a missing folder", true, map[string]any{"command": "ls", "cwd": "nope/../../x"}, "/cwd", "must stay inside the workspace"},
+		{"cwd with a component over 255 bytes", true, map[string]any{"command": "ls", "cwd": strings.Repeat("a", 256)}, "/cwd", wspath.RuleTooLong},
+		{"cwd over 4095 bytes", true, map[string]any{"command": "ls", "cwd": strings.Repeat("./", 2048)}, "/cwd", wspath.RuleTooLong},
 		{"timeout over the ceiling", true, map[string]any{"command": "ls", "timeout_ms": float64(120001)}, "/timeout_ms", "between"},
 		{"background without a session", false, map[string]any{"command": "ls", "background": true}, "", "requires a session_id"},
 	}

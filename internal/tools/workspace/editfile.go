@@ -65,7 +65,7 @@ func NewEditFile() *EditFile {
 
 // editArtifact is what edit-file runs.
 type editArtifact struct {
-	target     resolved
+	target     wspath.Resolved
 	oldString  string
 	newString  string
 	replaceAll bool
@@ -102,7 +102,7 @@ func (t *EditFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	r, err := resolvePath(root, "/path", p, false)
+	r, err := resolvePath(root, p, wspath.MustExist)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -110,7 +110,7 @@ func (t *EditFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	out["replace_all"] = all
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "write"}, r.info)},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.Rel, "access": "write"}, r.Info)},
 		Artifact:  editArtifact{target: r, oldString: oldS, newString: newS, replaceAll: all},
 	}, nil
 }
@@ -176,12 +176,12 @@ func (t *EditFile) Run(ctx context.Context, env *tools.Env, artifact any, lim to
 	if len(at) != 1 {
 		noun = "occurrences"
 	}
-	content := "replaced " + strconv.Itoa(len(at)) + " " + noun + " in " + a.target.rel + "\n" +
-		diffPreview(a.target.rel, before, after, at, len(a.oldString), len(a.newString))
+	content := "replaced " + strconv.Itoa(len(at)) + " " + noun + " in " + a.target.Rel + "\n" +
+		diffPreview(a.target.Rel, before, after, at, len(a.oldString), len(a.newString))
 	max := outputCap(lim, editMaxOutput)
 	return tools.Result{
 		Content:   capString(content, max),
-		Data:      map[string]any{"replacements": len(at), "path": a.target.rel},
+		Data:      map[string]any{"replacements": len(at), "path": a.target.Rel},
 		Bytes:     len(content),
 		Truncated: len(content) > max,
 	}, nil

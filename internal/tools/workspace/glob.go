@@ -12,6 +12,7 @@ import (
 	"github.com/gobwas/glob"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // glob limits.
@@ -58,7 +59,7 @@ func NewGlob() *Glob {
 
 // globArtifact is what glob runs.
 type globArtifact struct {
-	dir     resolved
+	dir     wspath.Resolved
 	pattern *glob.Pattern
 }
 
@@ -83,14 +84,14 @@ func (t *Glob) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	if !dir.info.IsDir() {
+	if !dir.Info.IsDir() {
 		return tools.Plan{}, &tools.ArgError{Pointer: "/path", Rule: "must be a directory"}
 	}
 	out := copyArgs(args)
 	out["path"] = pathArgOrDefault(args)
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "file", "path": dir.rel, "access": "list", "recursive": true}},
+		Resources: []tools.Resource{{"type": "file", "path": dir.Rel, "access": "list", "recursive": true}},
 		Artifact:  globArtifact{dir: dir, pattern: g},
 	}, nil
 }
@@ -109,7 +110,7 @@ func (t *Glob) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if err != nil {
 		return tools.Result{}, err
 	}
-	if excl.covers(a.dir.rel) {
+	if excl.covers(a.dir.Rel) {
 		return tools.Result{}, &tools.ModelError{Message: "path is excluded by policy"}
 	}
 	dir, err := openPreparedDir(root, a.dir)
@@ -123,7 +124,7 @@ func (t *Glob) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	var b strings.Builder
 	matches, truncated := 0, false
 	w := &walker{ctx: ctx, excl: excl}
-	err = w.walk(dir, a.dir.rel, func(e walkEntry) error {
+	err = w.walk(dir, a.dir.Rel, func(e walkEntry) error {
 		if !a.pattern.Match(e.rel) {
 			return nil
 		}
@@ -174,33 +175,33 @@ func pathArgOrDefault(args map[string]any) string {
 
 // resolveSearchRoot resolves the optional path argument of glob and grep,
 // which must exist.
-func resolveSearchRoot(root *os.Root, args map[string]any) (resolved, error) {
+func resolveSearchRoot(root *os.Root, args map[string]any) (wspath.Resolved, error) {
 	p, present, err := stringArg(args, "path")
 	if err != nil {
-		return resolved{}, err
+		return wspath.Resolved{}, err
 	}
 	if !present {
 		p = "."
 	}
-	r, err := resolvePath(root, "/path", p, false)
+	r, err := resolvePath(root, p, wspath.MustExist)
 	if err != nil {
-		if ae, ok := err.(*tools.ArgError); ok && ae.Rule == ruleNotExist {
-			return resolved{}, &tools.ArgError{Pointer: "/path", Rule: "does not exist"}
+		if ae, ok := err.(*tools.ArgError); ok && ae.Rule == wspath.RuleFileNotExist {
+			return wspath.Resolved{}, &tools.ArgError{Pointer: "/path", Rule: "does not exist"}
 		}
-		return resolved{}, err
+		return wspath.Resolved{}, err
 	}
 	return r, nil
 }
 
 // openPreparedDir opens a prepared directory as a root of its own and
 // checks on the handle that it is still the prepared directory.
-func openPreparedDir(root *os.Root, r resolved) (*os.Root, error) {
-	dir, err := root.OpenRoot(r.rel)
+func openPreparedDir(root *os.Root, r wspath.Resolved) (*os.Root, error) {
+	dir, err := root.OpenRoot(r.Rel)
 	if err != nil {
 		return nil, openErr(root, r, err)
 	}
 	st, err := dir.Stat(".")
-	if err != nil || !sameIdentity(r.info, st) {
+	if err != nil || !wspath.SameIdentity(r.Info, st) {
 		dir.Close()
 		return nil, errChanged("directory is not the prepared one")
 	}

@@ -75,7 +75,7 @@ func NewGrep() *Grep {
 
 // grepArtifact is what grep runs.
 type grepArtifact struct {
-	root   resolved
+	root   wspath.Resolved
 	re     *regexp.Regexp
 	pre    *regexp.Regexp // multi-line prefilter over whole files; nil when unsafe
 	filter *glob.Pattern  // nil when no glob was given
@@ -121,8 +121,8 @@ func (t *Grep) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	if a.root, err = resolveSearchRoot(root, args); err != nil {
 		return tools.Plan{}, err
 	}
-	isDir := a.root.info.IsDir()
-	if !isDir && !a.root.info.Mode().IsRegular() {
+	isDir := a.root.Info.IsDir()
+	if !isDir && !a.root.Info.Mode().IsRegular() {
 		return tools.Plan{}, &tools.ArgError{Pointer: "/path", Rule: "must be a regular file or a directory"}
 	}
 	out := copyArgs(args)
@@ -130,7 +130,7 @@ func (t *Grep) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	out["ignore_case"] = fold
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": a.root.rel, "access": "read", "recursive": isDir}, a.root.info)},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": a.root.Rel, "access": "read", "recursive": isDir}, a.root.Info)},
 		Artifact:  a,
 	}, nil
 }
@@ -195,21 +195,21 @@ func (t *Grep) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if err != nil {
 		return tools.Result{}, err
 	}
-	if excl.covers(a.root.rel) {
+	if excl.covers(a.root.Rel) {
 		return tools.Result{}, &tools.ModelError{Message: "path is excluded by policy"}
 	}
 	max := outputCap(lim, grepMaxOutput)
 	g := &grepRun{a: &a, budget: bodyBudget(max)}
 	incomplete := ""
 
-	if a.root.info.IsDir() {
+	if a.root.Info.IsDir() {
 		dir, err := openPreparedDir(root, a.root)
 		if err != nil {
 			return tools.Result{}, err
 		}
 		defer dir.Close()
 		w := &walker{ctx: ctx, excl: excl}
-		err = w.walk(dir, a.root.rel, func(e walkEntry) error {
+		err = w.walk(dir, a.root.Rel, func(e walkEntry) error {
 			if !e.info.Mode().IsRegular() || !g.wants(e.rel, e.name) {
 				return nil // symlinks and special files are never read
 			}
@@ -224,7 +224,7 @@ func (t *Grep) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 			}
 			defer f.Close()
 			st, err := f.Stat()
-			if err != nil || !sameIdentity(e.info, st) {
+			if err != nil || !wspath.SameIdentity(e.info, st) {
 				g.skipped++ // swapped since listing: do not read it
 				return nil
 			}
@@ -238,16 +238,16 @@ func (t *Grep) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 		}
 	} else {
 		// A single file: a path filter sees its workspace path.
-		if g.wants(a.root.rel, path.Base(a.root.rel)) {
+		if g.wants(a.root.Rel, path.Base(a.root.Rel)) {
 			f, err := openPrepared(root, a.root, lim, os.O_RDONLY)
 			if err != nil {
 				return tools.Result{}, err
 			}
 			defer f.Close()
-			size := a.root.info.Size()
+			size := a.root.Info.Size()
 			if size > grepMaxFileBytes {
 				g.skipped++
-			} else if err := g.file(f, a.root.rel, size); err != nil && err != errStopWalk {
+			} else if err := g.file(f, a.root.Rel, size); err != nil && err != errStopWalk {
 				return tools.Result{}, err
 			}
 		}

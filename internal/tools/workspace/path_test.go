@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/tools"
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // pathFixture builds a workspace with symlinks of every kind, and a
@@ -149,10 +150,16 @@ func TestOtherBadPathsAreArgErrors(t *testing.T) {
 	}{
 		{"read missing", NewReadFile(), map[string]any{"path": "nope.txt"}, "/path", "file does not exist"},
 		{"edit missing", NewEditFile(), map[string]any{"path": "docs/nope", "old_string": "a", "new_string": "b"}, "/path", "file does not exist"},
-		{"read below a file", NewReadFile(), map[string]any{"path": "docs/guide.md/x"}, "/path", ruleNotDirComp},
-		{"write below a file", NewWriteFile(), map[string]any{"path": "docs/guide.md/x", "content": ""}, "/path", ruleNotDirComp},
+		{"read below a file", NewReadFile(), map[string]any{"path": "docs/guide.md/x"}, "/path", wspath.RuleNotDirComp},
+		{"write below a file", NewWriteFile(), map[string]any{"path": "docs/guide.md/x", "content": ""}, "/path", wspath.RuleNotDirComp},
 		{"write a directory", NewWriteFile(), map[string]any{"path": "docs-link", "content": ""}, "/path", "is a directory, not a file"},
-		{"write with .. below a missing dir", NewWriteFile(), map[string]any{"path": "new/../x", "content": ""}, "/path", ruleDotDotNew},
+		{"write with .. below a missing dir", NewWriteFile(), map[string]any{"path": "new/../x", "content": ""}, "/path", wspath.RuleDotDotNew},
+		{"read a component over 255 bytes", NewReadFile(), map[string]any{"path": "docs/" + strings.Repeat("a", 256)}, "/path", wspath.RuleTooLong},
+		{"write a component over 255 bytes", NewWriteFile(), map[string]any{"path": "new/" + strings.Repeat("a", 256), "content": ""}, "/path", wspath.RuleTooLong},
+		{"write a path over 4095 bytes", NewWriteFile(), map[string]any{"path": strings.Repeat("d/", 2048), "content": ""}, "/path", wspath.RuleTooLong},
+		{"edit a path over 4095 bytes", NewEditFile(), map[string]any{"path": strings.Repeat("d/", 2047) + "dd", "old_string": "a", "new_string": "b"}, "/path", wspath.RuleTooLong},
+		{"glob a component over 255 bytes", NewGlob(), map[string]any{"pattern": "*", "path": strings.Repeat("a", 256)}, "/path", wspath.RuleTooLong},
+		{"grep a component over 255 bytes", NewGrep(), map[string]any{"pattern": "a", "path": strings.Repeat("a", 256)}, "/path", wspath.RuleTooLong},
 		{"glob missing dir", NewGlob(), map[string]any{"pattern": "*", "path": "nope"}, "/path", "does not exist"},
 		{"glob on a file", NewGlob(), map[string]any{"pattern": "*", "path": "docs/guide.md"}, "/path", "must be a directory"},
 		{"glob bad pattern", NewGlob(), map[string]any{"pattern": "[a"}, "/pattern", "must be a valid glob pattern"},

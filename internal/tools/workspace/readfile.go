@@ -69,7 +69,7 @@ func NewReadFile() *ReadFile {
 
 // readArtifact is what read-file runs.
 type readArtifact struct {
-	target resolved
+	target wspath.Resolved
 	offset int
 	limit  int
 }
@@ -95,7 +95,7 @@ func (t *ReadFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	r, err := resolvePath(root, "/path", p, false)
+	r, err := resolvePath(root, p, wspath.MustExist)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -104,7 +104,7 @@ func (t *ReadFile) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	out["limit"] = float64(limit)
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "read"}, r.info)},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.Rel, "access": "read"}, r.Info)},
 		Artifact:  readArtifact{target: r, offset: offset, limit: limit},
 	}, nil
 }
@@ -126,7 +126,7 @@ func (t *ReadFile) Run(ctx context.Context, env *tools.Env, artifact any, lim to
 	defer f.Close()
 
 	// A small file needs no 64 KiB buffer; Peek below then sees all of it.
-	br := bufio.NewReaderSize(f, int(max(4<<10, min(64<<10, a.target.info.Size()+1))))
+	br := bufio.NewReaderSize(f, int(max(4<<10, min(64<<10, a.target.Info.Size()+1))))
 	head, err := br.Peek(binarySniffBytes)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return tools.Result{}, fmt.Errorf("workspace: read: %w", err)
@@ -295,23 +295,23 @@ func writeNumber(b *strings.Builder, n int) {
 // and checks on the descriptor that it is still the prepared file. It
 // refuses, before opening, anything but a regular file and any target the
 // call's exclusions cover.
-func openPrepared(root *os.Root, r resolved, lim tools.Limits, flag int) (*os.File, error) {
+func openPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits, flag int) (*os.File, error) {
 	excl, err := newExcluder(lim.ExcludePaths)
 	if err != nil {
 		return nil, err
 	}
-	if excl.covers(r.rel) {
+	if excl.covers(r.Rel) {
 		return nil, &tools.ModelError{Message: "path is excluded by policy"}
 	}
 	switch {
-	case r.info.IsDir():
+	case r.Info.IsDir():
 		return nil, &tools.ModelError{Message: "path is a directory, not a file; use glob to list files"}
-	case !r.info.Mode().IsRegular():
+	case !r.Info.Mode().IsRegular():
 		return nil, &tools.ModelError{Message: "path is not a regular file"}
 	}
 	// O_NONBLOCK: a FIFO swapped in after prepare must not block the open;
 	// the identity check below rejects it.
-	f, err := root.OpenFile(r.rel, flag|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(r.Rel, flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openErr(root, r, err)
 	}
@@ -328,7 +328,7 @@ func openPrepared(root *os.Root, r resolved, lim tools.Limits, flag int) (*os.Fi
 			return nil, err
 		}
 	}
-	if !sameIdentity(r.info, st) {
+	if !wspath.SameIdentity(r.Info, st) {
 		f.Close()
 		return nil, errChanged("file is not the prepared one")
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/wspath"
 )
 
 // Walk bounds.
@@ -97,7 +99,7 @@ func (w *walker) walkDir(dir *os.Root, rel, ws string, depth int, fn func(walkEn
 			continue // removed, or swapped for something we may not enter
 		}
 		st, err := sub.Stat(".")
-		if err != nil || !sameIdentity(info, st) {
+		if err != nil || !wspath.SameIdentity(info, st) {
 			// Swapped (e.g. for a symlink) after listing: never enter it.
 			sub.Close()
 			continue

@@ -57,7 +57,7 @@ func NewWriteFile() *WriteFile {
 
 // writeArtifact is what write-file runs.
 type writeArtifact struct {
-	target  resolved
+	target  wspath.Resolved
 	content string
 }
 
@@ -79,7 +79,7 @@ func (t *WriteFile) Prepare(_ context.Context, env *tools.Env, args map[string]a
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	r, err := resolvePath(root, "/path", p, true)
+	r, err := resolvePath(root, p, wspath.MayBeMissing)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -88,20 +88,20 @@ func (t *WriteFile) Prepare(_ context.Context, env *tools.Env, args map[string]a
 	}
 	return tools.Plan{
 		Args:      copyArgs(args),
-		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.rel, "access": "write"}, r.info)},
+		Resources: []tools.Resource{wspath.AddLinks(tools.Resource{"type": "file", "path": r.Rel, "access": "write"}, r.Info)},
 		Artifact:  writeArtifact{target: r, content: content},
 	}, nil
 }
 
 // checkWritable refuses targets that are not (or would not be) a regular
 // file.
-func checkWritable(r resolved) error {
+func checkWritable(r wspath.Resolved) error {
 	switch {
-	case r.info == nil:
+	case r.Info == nil:
 		return nil
-	case r.info.IsDir():
+	case r.Info.IsDir():
 		return &tools.ArgError{Pointer: "/path", Rule: "is a directory, not a file"}
-	case !r.info.Mode().IsRegular():
+	case !r.Info.Mode().IsRegular():
 		return &tools.ArgError{Pointer: "/path", Rule: "is not a regular file"}
 	}
 	return nil
@@ -121,7 +121,7 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 		return tools.Result{}, err
 	}
 	var f *os.File
-	if a.target.info != nil {
+	if a.target.Info != nil {
 		// Open without O_TRUNC: nothing may change before the identity
 		// check on the descriptor has passed.
 		f, err = openPrepared(root, a.target, lim, os.O_WRONLY)
@@ -147,10 +147,10 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 	if err := f.Close(); err != nil {
 		return tools.Result{}, fmt.Errorf("workspace: close: %w", err)
 	}
-	msg := "wrote " + strconv.Itoa(len(a.content)) + " bytes to " + a.target.rel
+	msg := "wrote " + strconv.Itoa(len(a.content)) + " bytes to " + a.target.Rel
 	return tools.Result{
 		Content: capString(msg, outputCap(lim, writeMaxOutput)),
-		Data:    map[string]any{"bytes": len(a.content), "path": a.target.rel},
+		Data:    map[string]any{"bytes": len(a.content), "path": a.target.Rel},
 		Bytes:   len(msg),
 	}, nil
 }
@@ -160,24 +160,24 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 // creates the missing directories one by one below it, and creates the file
 // with O_EXCL: anything that appeared meanwhile is a changed target, and
 // nothing is followed or overwritten.
-func createPrepared(root *os.Root, r resolved, lim tools.Limits) (*os.File, error) {
+func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits) (*os.File, error) {
 	excl, err := newExcluder(lim.ExcludePaths)
 	if err != nil {
 		return nil, err
 	}
-	if excl.covers(r.rel) {
+	if excl.covers(r.Rel) {
 		return nil, &tools.ModelError{Message: "path is excluded by policy"}
 	}
-	dir, err := root.OpenRoot(r.parent)
+	dir, err := root.OpenRoot(r.Parent)
 	if err != nil {
 		return nil, openErr(root, r, err)
 	}
 	st, err := dir.Stat(".")
-	if err != nil || !sameIdentity(r.parentInfo, st) {
+	if err != nil || !wspath.SameIdentity(r.ParentInfo, st) {
 		dir.Close()
 		return nil, errChanged("parent directory is not the prepared one")
 	}
-	for _, name := range r.missing[:len(r.missing)-1] {
+	for _, name := range r.Missing[:len(r.Missing)-1] {
 		sub, err := mkdirChild(dir, name)
 		dir.Close()
 		if err != nil {
@@ -186,7 +186,7 @@ func createPrepared(root *os.Root, r resolved, lim tools.Limits) (*os.File, erro
 		dir = sub
 	}
 	defer dir.Close()
-	name := r.missing[len(r.missing)-1]
+	name := r.Missing[len(r.Missing)-1]
 	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, newFilePerm)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -218,7 +218,7 @@ func mkdirChild(dir *os.Root, name string) (*os.Root, error) {
 		return nil, fmt.Errorf("workspace: open directory: %w", err)
 	}
 	st, err := sub.Stat(".")
-	if err != nil || !sameIdentity(li, st) {
+	if err != nil || !wspath.SameIdentity(li, st) {
 		sub.Close()
 		return nil, errChanged("created directory was replaced")
 	}
