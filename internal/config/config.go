@@ -165,7 +165,8 @@ type Sandbox struct {
 	UID int `yaml:"uid"`
 	GID int `yaml:"gid"`
 	// Resource limits of every program (obligations only tighten them):
-	// address space per process (default 1 GiB), tasks of the jail
+	// memory (default 1 GiB: of the whole jail where a memory cgroup can
+	// be made, else of each process's data), tasks of the jail
 	// (default 128), CPU seconds per process (default 120), largest file
 	// written (default 1 GiB), open files (default 1024).
 	MemoryBytes   int64 `yaml:"memory_bytes"`
@@ -173,6 +174,11 @@ type Sandbox struct {
 	CPUSeconds    int64 `yaml:"cpu_seconds"`
 	FileSizeBytes int64 `yaml:"file_size_bytes"`
 	OpenFiles     int64 `yaml:"open_files"`
+	// MemoryCgroup (default true) bounds a jail's memory as a whole with
+	// a cgroup of its own where the kernel lets the gateway make one
+	// (cgroup v1 memory controller, writable); false keeps the
+	// per-process RLIMIT_DATA everywhere.
+	MemoryCgroup bool `yaml:"memory_cgroup"`
 }
 
 // Log configures the process log.

@@ -125,7 +125,7 @@ func defaults() *Config {
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},
 		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
-			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024},
+			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
 	}
 }
 

@@ -122,7 +122,7 @@ func (g *Gateway) startJail() string {
 		g.log.Error("commands withheld: no Landlock", "reason", st.Reason)
 		return "commands withheld: " + st.Reason
 	}
-	j, st, err := sandbox.NewJailer(sandbox.JailerOptions{Self: g.self, UID: sb.UID, GID: sb.GID})
+	j, st, err := sandbox.NewJailer(sandbox.JailerOptions{Self: g.self, UID: sb.UID, GID: sb.GID, NoCgroup: !sb.MemoryCgroup})
 	g.jailStatus = st
 	if err != nil {
 		g.log.Error("commands withheld: the kernel cannot build the command jail", "reason", st.Reason)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,8 +39,10 @@ type Gateway struct {
 	store      audit.Store
 	audit      *audit.Log
 	workspaces []*tools.Workspace
-	closers    []func() error     // tool families' stores and supervisors
-	self       string             // this binary, re-executed as the confinement helper
+	closers    []func() error // tool families' stores and supervisors
+	self       string         // this binary, re-executed as the confinement helper
+	closeOnce  sync.Once
+	closeErr   error
 	jailer     *sandbox.Jailer    // nil unless commands run in the jail
 	jailStatus sandbox.JailStatus // reported by /readyz when commands are configured
 	handler    http.Handler
@@ -49,6 +52,11 @@ type Gateway struct {
 	shadow     *pipeline.Shadow // nil without policy.shadow
 }
 
+// helperBinary locates the binary re-executed as the confinement helper
+// (`gateway sandbox-exec`): this one. Tests replace it to prove that a
+// jail that cannot start withholds the command tools.
+var helperBinary = os.Executable
+
 // New assembles a gateway from cfg. Configuration problems found here
 // (such as an unknown built-in tool) are *config.Error values.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway, err error) {
@@ -56,7 +64,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
-	if g.self, err = os.Executable(); err != nil {
+	if g.self, err = helperBinary(); err != nil {
 		return nil, fmt.Errorf("locating the gateway binary for the confinement helper: %w", err)
 	}
 	defer func() {
@@ -271,6 +279,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 
 // Close releases the stores and workspaces. The audit log drains first.
 func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() { g.closeErr = g.close() })
+	return g.closeErr
+}
+
+func (g *Gateway) close() error {
 	var errs []error
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		errs = append(errs, g.closers[i]())

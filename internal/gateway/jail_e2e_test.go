@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,11 +87,17 @@ probe('gwenv', '/proc/%d/environ')
 probe('shadow', '/etc/shadow')
 print('uid', os.getuid(), os.geteuid())
 print('procs', len([p for p in os.listdir('/proc') if p.isdigit()]))
-try:
-    b = bytearray(2_800_000_000)
-    print('alloc READ')
-except MemoryError:
-    print('alloc no')
+import sys
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    try:
+        b = b'x' * 2_800_000_000
+        print('alloc READ', flush=True)
+    finally:
+        os._exit(0)
+_, st = os.waitpid(pid, 0)
+print('alloc no' if st != 0 else 'alloc ended', flush=True)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -183,6 +190,13 @@ func TestJailObligationsOfAnOwnPack(t *testing.T) {
 	needPython(t)
 	h := start(t, withAllTools, ownJailPack(t))
 	dev := h.token("acme", "mallory", "anyone")
+	// Where the jail has a memory cgroup the OOM killer ends the hog and
+	// the result says so; elsewhere its allocation fails.
+	memWant := "MemoryError"
+	conf, _ := h.do("GET", "/readyz", "", nil).body["confinement"].(map[string]any)
+	if conf["memory"] == "jail" {
+		memWant = "[killed: memory limit]"
+	}
 	cases := []struct{ cmd, want string }{
 		{"cat private/key", "Permission denied"},
 		{"ls private", "Permission denied"},
@@ -190,7 +204,7 @@ func TestJailObligationsOfAnOwnPack(t *testing.T) {
 		{"sort -oin.txt in.txt", "Read-only file system"},
 		{"sort --output=docs/guide.md in.txt", "Read-only file system"},
 		{"sort -o out/sorted in.txt", "[exit code: 0]"},
-		{"python3 -c " + shellQuote("b = bytearray(512 * 1024 * 1024)"), "MemoryError"},
+		{"python3 -c " + shellQuote("b = b'x' * (512 * 1024 * 1024)"), memWant},
 		{"python3 -c " + shellQuote("import os\nn = 0\ntry:\n    while n < 200:\n        os.fork() or os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint('forked', n)"), "forked"},
 	}
 	for _, c := range cases {
@@ -252,4 +266,87 @@ func TestJailHappyPaths(t *testing.T) {
 // shellQuote quotes s as one shell word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Fail closed: when the jail cannot be built (here its helper is a program
+// that does not build one), the command tools are not offered — a call
+// answers "tool unavailable" and runs nothing — while every other tool
+// keeps working, and /readyz says why.
+func TestJailUnavailableWithholdsCommands(t *testing.T) {
+	old := helperBinary
+	helperBinary = func() (string, error) { return "/bin/false", nil }
+	t.Cleanup(func() { helperBinary = old })
+	h := start(t, withAllTools)
+	dev := h.token("acme", "alice", "developer")
+	marker := filepath.Join(h.dir, "ws/acme/notes/ran")
+	r := h.bashCall(dev, "echo ran > notes/ran", "")
+	if r.str("outcome") != "unavailable" || r.str("content") != "tool unavailable" {
+		t.Fatalf("bash without a jail: %s", r.raw)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran without a jail")
+	}
+	if r := h.call(dev, "read-file", `{"arguments":{"path":"notes/todo.txt"}}`); r.str("outcome") != "ok" {
+		t.Fatalf("read-file should still work: %s", r.raw)
+	}
+	r = h.do("GET", "/v1/tools", dev, nil)
+	if strings.Contains(string(r.raw), `"bash"`) {
+		t.Errorf("bash is still listed: %s", r.raw)
+	}
+	r = h.do("GET", "/readyz", "", nil)
+	conf, _ := r.body["confinement"].(map[string]any)
+	if conf == nil || conf["ready"] != false || conf["mode"] != "jail" || fmt.Sprint(conf["reason"]) == "" {
+		t.Fatalf("readyz does not say the jail is not ready: %s", r.raw)
+	}
+	if strings.Contains(string(r.raw), h.dir) {
+		t.Error("readyz names a host path")
+	}
+}
+
+// A background process runs in a jail too, and process-stop ends the whole
+// jail: a setsid, double-forked child of the stopped program never writes
+// the file it waited to write. So does gateway shutdown.
+func TestJailBackgroundProcessStopEndsTheJail(t *testing.T) {
+	needPython(t)
+	h := start(t, withAllTools, ownJailPack(t))
+	dev := h.token("acme", "mallory", "anyone")
+	call := func(tool string, args map[string]any) response {
+		b, _ := json.Marshal(map[string]any{"arguments": args, "session_id": "s1"})
+		return h.call(dev, tool, string(b))
+	}
+	script := func(name string) string {
+		return "python3 -c " + shellQuote(fmt.Sprintf(`import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(2)
+        open('out/%s', 'w').write('survived')
+    os._exit(0)
+print('started', flush=True)
+time.sleep(60)`, name))
+	}
+	start := func(name string) string {
+		r := call("bash", map[string]any{"command": script(name), "background": true})
+		pid, _ := r.body["data"].(map[string]any)["process_id"].(string)
+		if r.str("outcome") != "ok" || pid == "" {
+			t.Fatalf("background start: %s", r.raw)
+		}
+		r = call("process-output", map[string]any{"process_id": pid, "wait_ms": 10000})
+		if !strings.Contains(r.str("content"), "started") {
+			t.Fatalf("background program did not start: %s", r.raw)
+		}
+		return pid
+	}
+	pid := start("late-stop")
+	start("late-shutdown")
+	if r := call("process-stop", map[string]any{"process_id": pid, "grace_ms": 100}); r.str("outcome") != "ok" {
+		t.Fatalf("process-stop: %s", r.raw)
+	}
+	must(t, h.g.Close()) // what shutdown does after the server stops
+	time.Sleep(3 * time.Second)
+	for _, name := range []string{"late-stop", "late-shutdown"} {
+		if _, err := os.Stat(filepath.Join(h.dir, "ws/acme/out", name)); err == nil {
+			t.Errorf("%s: a detached child outlived its jail", name)
+		}
+	}
 }

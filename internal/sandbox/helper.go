@@ -23,6 +23,8 @@ type helperConfig struct {
 	jail       bool
 	ws         string
 	wsFD       int // idmapped workspace tree passed by the gateway; -1 for none
+	cgFD       int // the jail's cgroup.procs, open for writing; -1 for none
+	cgOOMFD    int // the jail's memory.oom_control; -1 for none
 	wsWritable bool
 	uid, gid   int // the user to become (gateway running as root); -1: stay
 	hide       []string
@@ -78,7 +80,7 @@ func runHelper(args []string, stderr io.Writer) int {
 // parseHelperArgs decodes the helper's command line. The "--" before the
 // program is required so that a program name can never be taken for a flag.
 func parseHelperArgs(args []string) (helperConfig, error) {
-	cfg := helperConfig{wsFD: -1, uid: -1, gid: -1}
+	cfg := helperConfig{wsFD: -1, cgFD: -1, cgOOMFD: -1, uid: -1, gid: -1}
 	fs := flag.NewFlagSet(SubCommand, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("write", "writable directory (repeatable)", func(s string) error {
@@ -94,6 +96,8 @@ func parseHelperArgs(args []string) (helperConfig, error) {
 	fs.BoolVar(&cfg.jail, "jail", false, "run in a jail of its own namespaces")
 	fs.StringVar(&cfg.ws, "ws", "", "workspace folder (jail)")
 	fs.IntVar(&cfg.wsFD, "ws-fd", -1, "file descriptor of the idmapped workspace tree (jail)")
+	fs.IntVar(&cfg.cgFD, "cg-fd", -1, "file descriptor of the jail's cgroup.procs (jail)")
+	fs.IntVar(&cfg.cgOOMFD, "cg-oom-fd", -1, "file descriptor of the jail's memory.oom_control (jail)")
 	fs.IntVar(&cfg.uid, "uid", -1, "user id to run as (jail)")
 	fs.IntVar(&cfg.gid, "gid", -1, "group id to run as (jail)")
 	fs.BoolVar(&cfg.wsWritable, "ws-writable", false, "the whole workspace is writable (jail)")
@@ -106,7 +110,7 @@ func parseHelperArgs(args []string) (helperConfig, error) {
 	list("hide", "workspace glob to hide (jail)", &cfg.hide)
 	list("writable", "workspace glob to make writable (jail)", &cfg.writable)
 	list("exec", "absolute path or glob that may be executed (jail)", &cfg.exec)
-	fs.Int64Var(&cfg.limits.MemoryBytes, "mem", 0, "address space per process (jail)")
+	fs.Int64Var(&cfg.limits.MemoryBytes, "mem", 0, "memory per process, or per jail with a cgroup (jail)")
 	fs.Int64Var(&cfg.limits.MaxProcesses, "nproc", 0, "processes (jail)")
 	fs.Int64Var(&cfg.limits.CPUSeconds, "cpu", 0, "CPU seconds per process (jail)")
 	fs.Int64Var(&cfg.limits.FileSizeBytes, "fsize", 0, "largest file (jail)")

@@ -200,6 +200,12 @@ func globRoot(g string) (prefix string, tree bool, literal bool) {
 	return g, true, true
 }
 
+// Scopes of the memory limit (JailStatus.Memory).
+const (
+	MemoryPerJail    = "jail"
+	MemoryPerProcess = "process"
+)
+
 // JailStatus is what /readyz and /v1/policy report about the jail.
 type JailStatus struct {
 	// Mode is ModeJail or ModeLandlockOnly.
@@ -212,6 +218,13 @@ type JailStatus struct {
 	// UID and GID are the host ids jailed programs run as.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+	// Memory says what the memory limit bounds: "jail" (all its processes
+	// together, a cgroup; the OOM killer ends the biggest and the result
+	// says "[killed: memory limit]") or "process" (each process's data,
+	// RLIMIT_DATA; an allocation beyond it fails).
+	Memory string `json:"memory,omitempty"`
+	// MemoryReason says why memory is bounded per process only.
+	MemoryReason string `json:"memory_reason,omitempty"`
 	// Reason says why the jail is not ready. It never names host paths.
 	Reason string `json:"reason,omitempty"`
 }
@@ -226,6 +239,9 @@ type JailerOptions struct {
 	// that is not root runs programs as its own uid, in a user namespace,
 	// without capabilities.
 	UID, GID int
+	// NoCgroup bounds memory per process (RLIMIT_DATA) even where a
+	// per-jail memory cgroup could be made.
+	NoCgroup bool
 	// Env is added to the environment of the probe run (tests use it to
 	// make their binary act as the helper).
 	Env []string

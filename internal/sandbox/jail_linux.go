@@ -84,6 +84,13 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 	// Namespaces, Landlock, no_new_privs and seccomp are set on this
 	// thread and inherited by the program it forks.
 	runtime.LockOSThread()
+	// Into the jail's memory cgroup before anything else, so nothing of
+	// the program ever runs outside it.
+	if cfg.cgFD >= 0 {
+		if err := joinCgroup(cfg.cgFD); err != nil {
+			return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: %v", err))
+		}
+	}
 	// A signal the gateway sends the command's process group must not end
 	// the jail's init before the program: catch (not ignore, which the
 	// program would inherit) the usual ones.
@@ -101,8 +108,13 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 		return fail(ExitNotFound, errors.New("command not found"))
 	}
 	// Limits last: they bind this process too, and it only waits from here.
-	if err := setLimits(cfg.limits); err != nil {
+	if err := setLimits(cfg.limits, cfg.cgOOMFD >= 0); err != nil {
 		return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: limits: %v", err))
+	}
+	// No descriptor the gateway passed (the helper binary, the cgroup)
+	// reaches the program.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: %v", errnoText(err)))
 	}
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{Dir: cwd, Env: env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
@@ -114,13 +126,20 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 		}
 		return fail(ExitConfineFailed, fmt.Errorf("cannot run command: %v", errnoText(err)))
 	}
-	return reapUntil(pid, stderr)
+	return reapUntil(pid, cfg.cgOOMFD, stderr)
 }
 
 // reapUntil is the jail's init loop: it reaps every child (orphans of the
 // program included) until the program itself ends, and returns its exit
-// status in the shell's convention.
-func reapUntil(pid int, stderr io.Writer) int {
+// status in the shell's convention. cgOOM, when not -1, is the jail's
+// memory cgroup: a program that ends badly after the OOM killer ended one
+// of the jail's processes gets the memory note.
+func reapUntil(pid, cgOOM int, stderr io.Writer) int {
+	memNote := func(failed bool) {
+		if failed && cgOOM >= 0 && oomKilled(cgOOM) {
+			io.WriteString(stderr, "\n[killed: memory limit]\n")
+		}
+	}
 	for {
 		var ws unix.WaitStatus
 		wpid, err := unix.Wait4(-1, &ws, 0, nil)
@@ -135,9 +154,12 @@ func reapUntil(pid int, stderr io.Writer) int {
 		}
 		switch {
 		case ws.Exited():
+			memNote(ws.ExitStatus() != 0)
 			return ws.ExitStatus()
 		case ws.Signaled():
 			switch ws.Signal() {
+			case unix.SIGKILL:
+				memNote(true)
 			case unix.SIGXCPU:
 				io.WriteString(stderr, "\n[killed: CPU time limit]\n")
 			case unix.SIGXFSZ:
@@ -259,10 +281,8 @@ func buildJail(cfg helperConfig, cwd string) error {
 	if err := restrictExec(exec, cfg.network); err != nil {
 		return fmt.Errorf("landlock: %v", err)
 	}
-	if !cfg.network && seccompAvailable() == nil {
-		if err := installNoNetworkFilter(); err != nil {
-			return fmt.Errorf("seccomp: %v", errnoText(err))
-		}
+	if err := installJailFilter(cfg.network); err != nil {
+		return fmt.Errorf("seccomp: %v", errnoText(err))
 	}
 	return nil
 }
@@ -776,8 +796,10 @@ func interpreterOf(p string) string {
 // RLIMIT_AS would also count the address space Go and other runtimes only
 // reserve, and break them far below any real use. RLIMIT_NPROC counts the
 // tasks of the jail's user in its own user namespace, so it bounds this
-// jail only; the helper's own threads are added to it.
-func setLimits(l Limits) error {
+// jail only; the helper's own threads are added to it. With a memory
+// cgroup (perJail) the jail as a whole is bounded there instead, and the
+// OOM killer's end is reported; RLIMIT_DATA is then left unset.
+func setLimits(l Limits, perJail bool) error {
 	threads := int64(0)
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -789,8 +811,12 @@ func setLimits(l Limits) error {
 	set := func(res int, v int64) error {
 		return unix.Setrlimit(res, &unix.Rlimit{Cur: uint64(v), Max: uint64(v)})
 	}
+	mem := error(nil)
+	if !perJail {
+		mem = set(unix.RLIMIT_DATA, l.MemoryBytes)
+	}
 	return errors.Join(
-		set(unix.RLIMIT_DATA, l.MemoryBytes),
+		mem,
 		set(unix.RLIMIT_NPROC, l.MaxProcesses+threads),
 		// SIGXCPU at the limit (so the result can say why), SIGKILL a
 		// second later for a program that catches it.

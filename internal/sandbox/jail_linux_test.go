@@ -301,13 +301,48 @@ func TestJailHasNoPrivileges(t *testing.T) {
 	}
 }
 
+// A jailed program cannot make a user namespace of its own (which would
+// give it capabilities over new namespaces and much of the kernel to
+// attack) nor touch the kernel keyrings, with or without network; threads
+// and fork still work (clone3 falls back to clone).
+func TestJailRefusesNewUserNamespaces(t *testing.T) {
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "python3", "unshare")
+	probe := `import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    r = getattr(libc, name)(*args)
+    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+print("unshare-user:", call("unshare", 0x10000000))
+print("unshare-user-mount:", call("unshare", 0x10000000 | 0x00020000))
+print("keyctl:", call("syscall", 250 if os.uname().machine == "x86_64" else 219, 0, -3, 1))
+t = threading.Thread(target=lambda: print("thread: ran"))
+t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print("fork:", os.waitpid(pid, 0)[1] >> 8)`
+	for _, network := range []bool{false, true} {
+		r := runInJail(t, Jail{Workspace: w.ws, Programs: progs, Network: network}, w.ws, progs[0], "-c", probe)
+		for _, want := range []string{"unshare-user: Operation not permitted", "unshare-user-mount: Operation not permitted", "keyctl: Operation not permitted", "thread: ran", "fork: 7"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("network=%v: want %q in:\n%s", network, want, r.out)
+			}
+		}
+		r = runInJail(t, Jail{Workspace: w.ws, Programs: progs, Network: network}, w.ws, progs[1], "-U", "-r", "/usr/bin/python3", "-c", "print('inside')")
+		if r.code == 0 || strings.Contains(r.out, "inside") {
+			t.Errorf("network=%v: unshare -U ran a program in a new user namespace:\n%s", network, r.out)
+		}
+	}
+}
+
 // Memory and process bombs are bounded by the jail's limits, and a CPU
 // hog is killed with a note.
 func TestJailBoundsResources(t *testing.T) {
 	w := newJailWorkspace(t)
 	progs := lookPaths(t, "sh", "python3")
 	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MemoryBytes: 256 << 20}}, w.ws,
-		progs[1], "-c", "b = bytearray(2_800_000_000); print('allocated')")
+		progs[1], "-c", "b = b'x' * 2_800_000_000; print('allocated')")
 	if strings.Contains(r.out, "allocated") || r.code == 0 {
 		t.Errorf("2.8 GB allocated under a 256 MiB limit:\n%s", r.out)
 	}
@@ -334,6 +369,69 @@ print("forked", n)`
 	if !strings.Contains(r.out, "[killed: CPU time limit]") {
 		t.Errorf("CPU hog: code %d\n%s", r.code, r.out)
 	}
+}
+
+// With a memory cgroup the limit bounds the jail, not each process: four
+// processes of 120 MiB each do not fit in 256 MiB although each would
+// under a per-process limit, and the result says why the jail ended.
+func TestJailMemoryIsPerJail(t *testing.T) {
+	st := testJailer(t).Status()
+	if st.Memory != MemoryPerJail {
+		if os.Geteuid() == 0 {
+			t.Fatalf("a root gateway here should get a per-jail memory cgroup: %+v", st)
+		}
+		t.Skipf("memory is bounded per process here: %s", st.MemoryReason)
+	}
+	w := newJailWorkspace(t)
+	progs := lookPaths(t, "python3")
+	hog := `import os, time
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        b = b'x' * (120 << 20)
+        time.sleep(5)
+        os._exit(0)
+    kids.append(pid)
+bad = 0
+for k in kids:
+    _, st = os.waitpid(k, 0)
+    if st != 0:
+        bad += 1
+print("children failed:", bad)
+raise SystemExit(1 if bad else 0)`
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MemoryBytes: 256 << 20}}, w.ws, progs[0], "-c", hog)
+	if r.code == 0 || !strings.Contains(r.out, "[killed: memory limit]") {
+		t.Errorf("480 MiB across four processes in a 256 MiB jail: code %d\n%s", r.code, r.out)
+	}
+	// The same program under a limit it fits in runs, with no note.
+	r = runInJail(t, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MemoryBytes: 768 << 20}}, w.ws, progs[0], "-c", hog)
+	if r.code != 0 || strings.Contains(r.out, "memory limit") {
+		t.Errorf("480 MiB in a 768 MiB jail: code %d\n%s", r.code, r.out)
+	}
+	// No cgroup of a finished jail is left behind.
+	j := testJailer(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, err := os.ReadDir(j.mem.dir)
+		must(t, err)
+		if len(ents) == 0 || !hasJailDirs(ents) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroups left after the jails ended: %v", ents)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func hasJailDirs(ents []os.DirEntry) bool {
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "j") {
+			return true
+		}
+	}
+	return false
 }
 
 // A setsid, double-forked child is killed when the program ends: it never

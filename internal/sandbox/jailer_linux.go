@@ -19,6 +19,7 @@ type Jailer struct {
 	idmap    *os.File // root only: user namespace mapping 0 to uid
 	uid, gid int
 	root     bool
+	mem      *memCgroups // nil: memory is bounded per process only
 	status   JailStatus
 }
 
@@ -70,6 +71,16 @@ func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
 	st.Mechanisms = []string{MechanismNamespaces, MechanismLandlock, MechanismSeccomp, MechanismLimits}
 	if j.root {
 		st.Mechanisms = append(st.Mechanisms, MechanismIDMap)
+	}
+	st.Memory = MemoryPerProcess
+	if !o.NoCgroup {
+		var why string
+		if j.mem, why = findMemCgroups(); j.mem != nil {
+			st.Mechanisms = append(st.Mechanisms, MechanismCgroupMemory)
+			st.Memory = MemoryPerJail
+		} else {
+			st.MemoryReason = why
+		}
 	}
 	if err := j.probe(o.Env); err != nil {
 		j.Close()
@@ -184,15 +195,36 @@ func (j *Jailer) Wrap(cmd *exec.Cmd, jl Jail) (release func(), err error) {
 		return nil, err
 	}
 	extra := []*os.File{j.self}
-	release = func() {}
+	var tree *os.File
+	var cg *jailCgroup
+	release = func() {
+		if tree != nil {
+			tree.Close()
+		}
+		if cg != nil {
+			cg.close()
+			if cmd.Process != nil {
+				go cg.removeAfter(cmd.Process.Pid)
+			} else {
+				_ = cg.remove()
+			}
+		}
+	}
 	if j.root {
-		tree, err := j.idmappedTree(jl.Workspace)
-		if err != nil {
+		if tree, err = j.idmappedTree(jl.Workspace); err != nil {
 			return nil, err
 		}
 		extra = append(extra, tree)
 		args = append(args, "--ws-fd=4")
-		release = func() { tree.Close() }
+	}
+	if j.mem != nil {
+		if cg, err = j.mem.create(jl.Limits.WithDefaults().MemoryBytes); err != nil {
+			release()
+			return nil, err
+		}
+		extra = append(extra, cg.procs, cg.oom)
+		// ExtraFiles[i] is descriptor 3+i in the helper.
+		args = append(args, "--cg-fd="+strconv.Itoa(3+len(extra)-2), "--cg-oom-fd="+strconv.Itoa(3+len(extra)-1))
 	}
 	rest := []string(nil)
 	if len(cmd.Args) > 0 {

@@ -34,15 +34,28 @@ func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
-// noNetworkFilter builds the BPF program described above for this arch.
-func noNetworkFilter() []unix.SockFilter {
+// A jail adds, whatever its network: no new user namespace (unshare or
+// clone with CLONE_NEWUSER fail with EPERM; clone3, whose flags a filter
+// cannot read, fails with ENOSYS so libc falls back to clone), and no
+// kernel keyring calls (keyrings are not namespaced). A user namespace
+// would give a jailed program capabilities over new namespaces of its own
+// and with them much more of the kernel to attack.
+
+// noNetworkFilter builds the filter of the Landlock-only mode.
+func noNetworkFilter() []unix.SockFilter { return seccompFilter(false, false) }
+
+// seccompFilter builds the BPF program for this arch: the socket rules
+// unless network, and the jail rules when jail.
+func seccompFilter(network, jail bool) []unix.SockFilter {
 	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
 	)
 	allow := bpfStmt(ret, unix.SECCOMP_RET_ALLOW)
+	errno := func(e unix.Errno) unix.SockFilter { return bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(e)) }
 	prog := []unix.SockFilter{
 		// A syscall of a foreign ABI (e.g. i386 on amd64) would dodge the
 		// syscall numbers below: kill instead.
@@ -54,18 +67,40 @@ func noNetworkFilter() []unix.SockFilter {
 	if hasX32 {
 		prog = append(prog,
 			bpfJump(jge, x32SyscallBit, 0, 1),
-			bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+			errno(unix.ENOSYS),
 		)
 	}
+	// Each refused call: "if nr == n return errno", two instructions.
+	refuse := func(nr uint32, e unix.Errno) {
+		prog = append(prog, bpfJump(jeq, nr, 0, 1), errno(e))
+	}
+	refuse(unix.SYS_IO_URING_SETUP, unix.ENOSYS)
+	if jail {
+		refuse(unix.SYS_CLONE3, unix.ENOSYS)
+		refuse(unix.SYS_KEYCTL, unix.EPERM)
+		refuse(unix.SYS_ADD_KEY, unix.EPERM)
+		refuse(unix.SYS_REQUEST_KEY, unix.EPERM)
+		for _, nr := range []uint32{unix.SYS_UNSHARE, unix.SYS_CLONE} {
+			// if nr == n { if arg0 & CLONE_NEWUSER return EPERM; allow }
+			prog = append(prog,
+				bpfJump(jeq, nr, 0, 4),
+				bpfStmt(ld, seccompDataArg0),
+				bpfJump(jset, unix.CLONE_NEWUSER, 0, 1),
+				errno(unix.EPERM),
+				allow,
+			)
+		}
+	}
+	if network {
+		return append(prog, allow)
+	}
 	return append(prog,
-		bpfJump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
-		bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
 		bpfJump(jeq, unix.SYS_SOCKET, 1, 0),
 		allow,
 		bpfStmt(ld, seccompDataArg0),
 		bpfJump(jeq, unix.AF_UNIX, 0, 1),
 		allow,
-		bpfStmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES)),
+		errno(unix.EACCES),
 	)
 }
 
@@ -81,10 +116,15 @@ func seccompAvailable() error {
 	return nil
 }
 
-// installNoNetworkFilter applies the filter to the calling thread, which
+// installNoNetworkFilter applies the Landlock-only mode's filter to the
+// calling thread, which must already have no_new_privs set.
+func installNoNetworkFilter() error { return installFilter(noNetworkFilter()) }
+
+// installJailFilter applies a jail's filter to the calling thread, which
 // must already have no_new_privs set.
-func installNoNetworkFilter() error {
-	filter := noNetworkFilter()
+func installJailFilter(network bool) error { return installFilter(seccompFilter(network, true)) }
+
+func installFilter(filter []unix.SockFilter) error {
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0)
 }
