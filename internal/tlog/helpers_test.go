@@ -1,6 +1,7 @@
 package tlog_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"testing"
@@ -20,10 +21,10 @@ func entries(n int) [][]byte {
 
 // build integrates es into an empty tree in batches of batch entries and
 // returns the final state and every node the integrations reported.
-func build(t testing.TB, es [][]byte, batch int) (tlog.State, map[tlog.NodeID][]byte) {
+func build(t testing.TB, es [][]byte, batch int) (tlog.State, tlog.MemNodes) {
 	t.Helper()
 	var st tlog.State
-	nodes := map[tlog.NodeID][]byte{}
+	nodes := tlog.MemNodes{}
 	for len(es) > 0 {
 		n := min(batch, len(es))
 		in, err := tlog.Integrate(st, es[:n])
@@ -35,9 +36,7 @@ func build(t testing.TB, es [][]byte, batch int) (tlog.State, map[tlog.NodeID][]
 				t.Fatalf("node %s reported twice", nd.ID)
 			}
 		}
-		for _, nd := range in.Nodes {
-			nodes[nd.ID] = nd.Hash
-		}
+		nodes.Put(in.Nodes)
 		st = in.State
 		es = es[n:]
 	}
@@ -52,3 +51,10 @@ func root(t testing.TB, st tlog.State) []byte {
 	}
 	return r
 }
+
+// head is the unsigned checkpoint of a state.
+func head(t testing.TB, st tlog.State) tlog.Checkpoint {
+	return tlog.Checkpoint{Size: st.Size, Root: root(t, st)}
+}
+
+var ctx = context.Background()
