@@ -24,16 +24,38 @@ var ErrBadState = errors.New("tlog: invalid tree state")
 var ErrBadEntry = errors.New("tlog: entry is not a 32-byte hash")
 
 // hasher is RFC 6962 hashing over SHA-256: leaf = SHA-256(0x00 || data),
-// node = SHA-256(0x01 || left || right).
+// node = SHA-256(0x01 || left || right). Proof verification uses it as is.
 var hasher = rfc6962.DefaultHasher
 
-var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+// rangeFactory builds trees with nodeHash, the same function as
+// hasher.HashChildren without its per-call hash state: integration hashes
+// about two nodes per entry.
+var rangeFactory = &compact.RangeFactory{Hash: nodeHash}
+
+// nodeHash is SHA-256(0x01 || left || right) for 32-byte children.
+func nodeHash(left, right []byte) []byte {
+	if len(left) != HashSize || len(right) != HashSize {
+		return hasher.HashChildren(left, right)
+	}
+	var buf [1 + 2*HashSize]byte
+	buf[0] = 0x01
+	copy(buf[1:], left)
+	copy(buf[1+HashSize:], right)
+	h := sha256.Sum256(buf[:])
+	return h[:]
+}
 
 // LeafHash returns the RFC 6962 leaf hash of an entry: SHA-256(0x00 ||
 // entry). For an audit event the entry is the 32 raw bytes of its SHA-256
 // event hash; the result is the tree node at level 0.
 func LeafHash(entry []byte) []byte {
-	return hasher.HashLeaf(entry)
+	if len(entry) != HashSize {
+		return hasher.HashLeaf(entry)
+	}
+	var buf [1 + HashSize]byte
+	copy(buf[1:], entry)
+	h := sha256.Sum256(buf[:])
+	return h[:]
 }
 
 // EmptyRoot returns the root hash of the empty tree, SHA-256 of nothing.
