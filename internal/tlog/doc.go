@@ -35,7 +35,9 @@
 //
 // Level-0 nodes are LeafHash(eventHash): a store may skip them and have
 // its NodeReader derive them from the events by log_index. A tree of n
-// entries has about 2n nodes.
+// entries has about 2n nodes. The State is redundant with the node table
+// (StateAt rebuilds it, for any size), so a store can recover or
+// cross-check it.
 //
 // Proofs are read through a NodeReader: ProveInclusion(index, size) and
 // ProveConsistency(from, to) for any size up to the integrated one; their

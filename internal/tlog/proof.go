@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
 
@@ -182,4 +183,28 @@ func VerifyConsistency(p ConsistencyProof, from, to Checkpoint) error {
 		return fmt.Errorf("%w: consistency of size %d with size %d: %v", ErrBadProof, p.From, p.To, err)
 	}
 	return nil
+}
+
+// StateAt reads the State of the tree of the given size from stored nodes:
+// its compact range is made of complete nodes only. A store can use it to
+// recover or cross-check its persisted State, or to compute the root of
+// any earlier size (StateAt(…).Root()).
+func StateAt(ctx context.Context, r NodeReader, size uint64) (State, error) {
+	cids := compact.RangeNodes(0, size, nil)
+	if len(cids) == 0 {
+		return State{}, nil
+	}
+	ids := make([]NodeID, len(cids))
+	for i, id := range cids {
+		ids[i] = fromCompact(id)
+	}
+	hashes, err := r.Nodes(ctx, ids)
+	if err != nil {
+		return State{}, fmt.Errorf("tlog: reading tree state: %w", err)
+	}
+	st := State{Size: size, Hashes: hashes}
+	if err := st.Validate(); err != nil {
+		return State{}, err
+	}
+	return st, nil
 }

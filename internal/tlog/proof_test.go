@@ -232,3 +232,26 @@ func cloneHashes(hs [][]byte) [][]byte {
 	}
 	return out
 }
+
+func TestStateAtRebuildsTheStateFromNodes(t *testing.T) {
+	es := entries(300)
+	_, nodes := build(t, es, 300)
+	for _, n := range []uint64{0, 1, 2, 3, 7, 8, 100, 255, 256, 299, 300} {
+		want, _ := build(t, es[:n], 13)
+		got, err := tlog.StateAt(ctx, nodes, n)
+		if err != nil {
+			t.Fatalf("size %d: %v", n, err)
+		}
+		a, _ := got.MarshalBinary()
+		b, _ := want.MarshalBinary()
+		if !bytes.Equal(a, b) {
+			t.Fatalf("size %d: state from nodes differs from the integrated one", n)
+		}
+	}
+	if _, err := tlog.StateAt(ctx, nodes, 301); !errors.Is(err, tlog.ErrNodeNotFound) {
+		t.Fatalf("size beyond the tree: err = %v", err)
+	}
+	if _, err := tlog.StateAt(ctx, badReader{inner: nodes, mode: "short"}, 7); !errors.Is(err, tlog.ErrBadState) {
+		t.Fatalf("short hash: err = %v, want ErrBadState", err)
+	}
+}
