@@ -54,7 +54,7 @@ var (
 var ErrBadKey = errors.New("tlog: invalid signed-note key")
 
 // Signer signs checkpoints with the current key and knows the verifier
-// keys of the current and previous keys.
+// keys of the current and previous keys. It is safe for concurrent use.
 type Signer struct {
 	signer   note.Signer
 	name     string
@@ -145,17 +145,20 @@ func checkOrigin(origin string) error {
 	return nil
 }
 
-// Verifier opens checkpoints signed by any of a set of keys.
+// Verifier opens checkpoints signed by any of a set of keys. It is safe
+// for concurrent use.
 type Verifier struct {
 	keys []string
 	list note.Verifiers
 }
 
 // NewVerifier returns a Verifier for verifier keys ("name+hash+base64key").
-// Duplicates are dropped; there must be at least one key.
+// Duplicates are dropped; there must be at least one key, and no two
+// different keys with one name and key hash.
 func NewVerifier(keys ...string) (*Verifier, error) {
 	v := &Verifier{}
 	seen := map[string]bool{}
+	ids := map[string]bool{}
 	var vs []note.Verifier
 	for _, k := range keys {
 		k = strings.TrimSpace(k)
@@ -166,7 +169,12 @@ func NewVerifier(keys ...string) (*Verifier, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: verifier key %q: %v", ErrBadKey, k, err)
 		}
+		// Signatures name their key by name and 4-byte hash only.
+		if ids[keyID(k)] {
+			return nil, fmt.Errorf("%w: two keys named %s", ErrBadKey, keyID(k))
+		}
 		seen[k] = true
+		ids[keyID(k)] = true
 		v.keys = append(v.keys, k)
 		vs = append(vs, nv)
 	}

@@ -72,20 +72,40 @@ func LoadOrCreateSigner(path, name string) (*Signer, error) {
 // key named name, keeping the old key's verifier key (and those of all
 // earlier keys) so that checkpoints they signed still verify. The file is
 // replaced atomically. Running gateways keep signing with the key they
-// loaded until they restart.
+// loaded until they restart. Rotation is an operator's action: two at once
+// on one file both succeed, and the first one's new key is lost.
 func RotateSigner(path, name string) (*Signer, error) {
 	old, err := loadSigner(path, "")
 	if err != nil {
 		return nil, err
 	}
-	skey, _, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: key name %q: %v", ErrBadKey, name, err)
+	previous := old.Verifier().Keys()
+	var skey string
+	for skey == "" {
+		k, vkey, err := note.GenerateKey(rand.Reader, name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: key name %q: %v", ErrBadKey, name, err)
+		}
+		// Two keys of one name and 4-byte key hash would make every note
+		// they sign ambiguous to verify: draw again (odds 1 in 2^32).
+		skey = k
+		for _, p := range previous {
+			if keyID(p) == keyID(vkey) {
+				skey = ""
+			}
+		}
 	}
-	if err := writeKeyFile(path, skey, old.Verifier().Keys(), true); err != nil {
+	if err := writeKeyFile(path, skey, previous, true); err != nil {
 		return nil, err
 	}
 	return loadSigner(path, name)
+}
+
+// keyID is the "name+hash" part of a verifier key.
+func keyID(vkey string) string {
+	name, rest, _ := strings.Cut(vkey, "+")
+	hash, _, _ := strings.Cut(rest, "+")
+	return name + "+" + hash
 }
 
 // loadSigner reads and checks the key file; name "" accepts any key name.
