@@ -37,6 +37,7 @@ func resolvePaths(cfg *Config, base string) {
 	for i, f := range cfg.Auth.Assertion.PublishedKeyFiles {
 		cfg.Auth.Assertion.PublishedKeyFiles[i] = abs(f)
 	}
+	cfg.Sandbox.Helper = abs(cfg.Sandbox.Helper)
 	for name, t := range cfg.Tenants {
 		t.Workspace = abs(t.Workspace)
 		t.Seed = abs(t.Seed)

@@ -429,6 +429,11 @@ func (v *validator) sandbox(s Sandbox) {
 	default:
 		v.add("sandbox.mode", `must be "jail" or "landlock-only", got %q`, s.Mode)
 	}
+	if s.Helper != "" {
+		if fi, err := os.Stat(s.Helper); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			v.add("sandbox.helper", "must be an executable file, got %q", s.Helper)
+		}
+	}
 	if s.UID <= 0 {
 		v.add("sandbox.uid", "must be a positive id (never root), got %d", s.UID)
 	}

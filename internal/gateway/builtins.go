@@ -101,6 +101,14 @@ var families = []family{
 	},
 }
 
+// helperName says which binary builds the jails, without its path.
+func (g *Gateway) helperName() string {
+	if filepath.Base(g.self) == HelperName {
+		return HelperName
+	}
+	return "gateway"
+}
+
 // startJail prepares the confinement of commands in the configured mode
 // and returns why commands must be withheld ("" when they can run). In
 // jail mode a kernel that cannot build the jail withholds them (fail
@@ -110,7 +118,7 @@ func (g *Gateway) startJail() string {
 	sb := g.cfg.Sandbox
 	if sb.Mode == sandbox.ModeLandlockOnly {
 		st := sandbox.Probe()
-		g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeLandlockOnly, Ready: st.Mechanism == sandbox.MechanismLandlock, Reason: st.Reason}
+		g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeLandlockOnly, Ready: st.Mechanism == sandbox.MechanismLandlock, Reason: st.Reason, Helper: g.helperName()}
 		if g.jailStatus.Ready {
 			g.jailStatus.Mechanisms = []string{sandbox.MechanismLandlock}
 			if st.Network {
@@ -123,6 +131,7 @@ func (g *Gateway) startJail() string {
 		return "commands withheld: " + st.Reason
 	}
 	j, st, err := sandbox.NewJailer(sandbox.JailerOptions{Self: g.self, UID: sb.UID, GID: sb.GID, NoCgroup: !sb.MemoryCgroup})
+	st.Helper = g.helperName()
 	g.jailStatus = st
 	if err != nil {
 		g.log.Error("commands withheld: the kernel cannot build the command jail", "reason", st.Reason)

@@ -52,10 +52,32 @@ type Gateway struct {
 	shadow     *pipeline.Shadow // nil without policy.shadow
 }
 
-// helperBinary locates the binary re-executed as the confinement helper
-// (`gateway sandbox-exec`): this one. Tests replace it to prove that a
-// jail that cannot start withholds the command tools.
+// helperBinary locates this gateway binary, which can act as the
+// confinement helper (`gateway sandbox-exec`). Tests replace it to prove
+// that a jail that cannot start withholds the command tools.
 var helperBinary = os.Executable
+
+// HelperName is the dedicated confinement helper (cmd/toolgate-sandbox)
+// looked for beside the gateway binary.
+const HelperName = "toolgate-sandbox"
+
+// locateHelper picks the confinement helper: sandbox.helper when set,
+// else toolgate-sandbox beside the gateway binary, else the gateway
+// binary itself (the same code, ~11 ms slower to start per program).
+func locateHelper(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	self, err := helperBinary()
+	if err != nil {
+		return "", err
+	}
+	sib := filepath.Join(filepath.Dir(self), HelperName)
+	if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return sib, nil
+	}
+	return self, nil
+}
 
 // New assembles a gateway from cfg. Configuration problems found here
 // (such as an unknown built-in tool) are *config.Error values.
@@ -64,7 +86,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
-	if g.self, err = helperBinary(); err != nil {
+	if g.self, err = locateHelper(cfg.Sandbox.Helper); err != nil {
 		return nil, fmt.Errorf("locating the gateway binary for the confinement helper: %w", err)
 	}
 	defer func() {

@@ -350,3 +350,28 @@ time.sleep(60)`, name))
 		}
 	}
 }
+
+// The dedicated helper (cmd/toolgate-sandbox), named by sandbox.helper,
+// builds the same jail as the gateway binary: /readyz names it, a command
+// runs, and the jail still hides what it must.
+func TestJailWithTheDedicatedHelper(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), HelperName)
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/toolgate-sandbox")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the helper: %v\n%s", err, out)
+	}
+	h := start(t, withAllTools, func(s *setup) { s.extraYAML = "sandbox:\n  helper: " + bin + "\n" })
+	conf, _ := h.do("GET", "/readyz", "", nil).body["confinement"].(map[string]any)
+	if conf["ready"] != true || conf["helper"] != HelperName {
+		t.Fatalf("confinement: %v", conf)
+	}
+	dev := h.token("acme", "alice", "developer")
+	r := h.bashCall(dev, "grep -r PASSWORD .", "")
+	if r.str("outcome") != "ok" || strings.Contains(string(r.raw), "acme-secret") {
+		t.Fatalf("grep -r through the dedicated helper: %s", r.raw)
+	}
+	r = h.bashCall(dev, "wc -l docs/guide.md", "")
+	if r.str("outcome") != "ok" || !strings.Contains(r.str("content"), "2 docs/guide.md") {
+		t.Fatalf("wc through the dedicated helper: %s", r.raw)
+	}
+}

@@ -26,9 +26,10 @@ import (
 // process when the jail as a whole exceeds it, and the jail's init reads
 // the cgroup's oom_kill counter to say "[killed: memory limit]".
 //
-// The helper joins the cgroup itself, first thing, by writing 0 to the
-// cgroup.procs file the gateway opened for it, so nothing of the program
-// runs outside it. The gateway removes the cgroup once the jail's init has
+// The helper's first stage moves its second stage (which builds the jail
+// and is the jail's init) into the cgroup through the cgroup.procs file
+// the gateway opened for it, and the second stage starts the program only
+// once that is done, so nothing of the program runs outside it. The gateway removes the cgroup once the jail's init has
 // exited (the PID namespace then kills every process left).
 //
 // cgroup v2 (unified) needs the gateway's own cgroup delegated and the
@@ -236,15 +237,32 @@ func (cg *jailCgroup) removeAfter(pid int) {
 	}
 }
 
-// joinCgroup moves the calling process into the cgroup whose cgroup.procs
-// is open as fd (cgroup v1 moves the writer for "0").
-func joinCgroup(fd int) error {
-	_, err := unix.Write(fd, []byte("0"))
+// moveToCgroup moves process pid (all its threads) into the cgroup whose
+// cgroup.procs is open as fd, and closes fd.
+func moveToCgroup(fd, pid int) error {
+	_, err := unix.Write(fd, []byte(strconv.Itoa(pid)))
 	unix.Close(fd)
 	if err != nil {
 		return fmt.Errorf("joining the jail's cgroup: %v", errnoText(err))
 	}
 	return nil
+}
+
+// awaitCgroup waits until stage 1 says, on the pipe open as fd, that this
+// process is in the jail's cgroup; EOF without it means it is not.
+func awaitCgroup(fd int) error {
+	defer unix.Close(fd)
+	var b [1]byte
+	for {
+		n, err := unix.Read(fd, b[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n == 1 && b[0] == '1' {
+			return nil
+		}
+		return errors.New("not in the jail's cgroup")
+	}
 }
 
 // oomKilled reports whether the kernel's OOM killer ended a process of

@@ -21,6 +21,8 @@ type helperConfig struct {
 
 	// The jail (--jail): see jail_linux.go.
 	jail       bool
+	stage2     bool     // in the jail's namespaces already (see runStage1)
+	raw        []string // the arguments as received, for stage 2
 	ws         string
 	wsFD       int // idmapped workspace tree passed by the gateway; -1 for none
 	cgFD       int // the jail's cgroup.procs, open for writing; -1 for none
@@ -57,6 +59,7 @@ func runHelper(args []string, stderr io.Writer) int {
 		return code
 	}
 	cfg, err := parseHelperArgs(args)
+	cfg.raw = args
 	if err != nil {
 		return fail(ExitConfineFailed, "%v", err)
 	}
@@ -94,6 +97,7 @@ func parseHelperArgs(args []string) (helperConfig, error) {
 	fs.BoolVar(&cfg.network, "net", false, "allow TCP connect and bind")
 	fs.StringVar(&cfg.argv0, "argv0", "", "argv[0] of the program")
 	fs.BoolVar(&cfg.jail, "jail", false, "run in a jail of its own namespaces")
+	fs.BoolVar(&cfg.stage2, "stage2", false, "the jail's namespaces exist: build it (jail)")
 	fs.StringVar(&cfg.ws, "ws", "", "workspace folder (jail)")
 	fs.IntVar(&cfg.wsFD, "ws-fd", -1, "file descriptor of the idmapped workspace tree (jail)")
 	fs.IntVar(&cfg.cgFD, "cg-fd", -1, "file descriptor of the jail's cgroup.procs (jail)")

@@ -225,6 +225,10 @@ type JailStatus struct {
 	Memory string `json:"memory,omitempty"`
 	// MemoryReason says why memory is bounded per process only.
 	MemoryReason string `json:"memory_reason,omitempty"`
+	// Helper names the binary that builds the jails: "toolgate-sandbox"
+	// (the dedicated helper) or "gateway" (the gateway re-executing
+	// itself). Never a host path.
+	Helper string `json:"helper,omitempty"`
 	// Reason says why the jail is not ready. It never names host paths.
 	Reason string `json:"reason,omitempty"`
 }

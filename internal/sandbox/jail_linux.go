@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path"
 	"path/filepath"
@@ -74,6 +75,95 @@ const maxWalkEntries = 500_000
 // it stays reachable under /oldroot until the old root is detached.
 const jailBase = "/tmp"
 
+// runStage1 is the helper as the gateway starts it: a small process in
+// the gateway's namespaces. It starts itself again as stage 2 in the
+// jail's new namespaces, moves stage 2 into the jail's memory cgroup
+// before stage 2 may start the program, and relays its exit status.
+// Creating the namespaces here rather than from the gateway matters for
+// speed: a clone with CLONE_NEWUSER cannot share the parent's memory, so
+// from the gateway it copies the page tables of a large process (several
+// milliseconds per call); from this small process it costs little.
+func runStage1(cfg helperConfig, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "sandbox-exec: cannot build jail: %v\n", err)
+		return ExitConfineFailed
+	}
+	// The thread that starts stage 2 is its parent for Pdeathsig: keep it.
+	runtime.LockOSThread()
+	signal.Notify(make(chan os.Signal, 8), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	// Descriptors 3.. keep their numbers in stage 2 (the helper binary,
+	// the workspace tree, the cgroup's oom_control). At the number of
+	// cgroup.procs stage 2 gets instead the read end of a pipe on which
+	// stage 1 says that stage 2 is in the jail's cgroup: stage 1 moves it
+	// there while it builds the jail (a cgroup move waits for an RCU grace
+	// period, milliseconds, so the two overlap), and stage 2 starts the
+	// program only after that.
+	last := max(3, cfg.wsFD, cfg.cgFD, cfg.cgOOMFD)
+	extra := make([]*os.File, last-2)
+	for fd := 3; fd <= last; fd++ {
+		extra[fd-3] = os.NewFile(uintptr(fd), "inherited")
+	}
+	var joined *os.File
+	if cfg.cgFD >= 0 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		extra[cfg.cgFD-3], joined = r, w
+		defer r.Close()
+	}
+	cmd := exec.Command("/proc/self/fd/3")
+	cmd.Args = append([]string{"toolgate-jail", SubCommand, "--stage2"}, cfg.raw...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = extra
+	uid, gid := os.Getuid(), os.Getgid()
+	spa := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cfg.uid >= 0 {
+		// The gateway runs as root: the jail's user is mapped to itself;
+		// stage 2 starts as root (no id in the new namespace, so no
+		// privilege there but its ambient capabilities), builds the jail,
+		// then becomes that user. Setting the ids here instead would make
+		// stage 2 non-dumpable and /proc/self/fd/3 unreachable.
+		uid, gid = cfg.uid, cfg.gid
+		spa.GidMappingsEnableSetgroups = true
+	}
+	spa.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+	if !cfg.network {
+		spa.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	spa.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	spa.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	spa.AmbientCaps = jailCaps
+	cmd.SysProcAttr = spa
+	if err := cmd.Start(); err != nil {
+		return fail(errors.New(errnoText(err)))
+	}
+	if joined != nil {
+		err := moveToCgroup(cfg.cgFD, cmd.Process.Pid)
+		if err == nil {
+			_, err = joined.Write([]byte{'1'})
+		}
+		joined.Close()
+		if err != nil {
+			// Stage 2 reads EOF and never starts the program.
+			fmt.Fprintf(stderr, "sandbox-exec: cannot build jail: %v\n", err)
+		}
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return fail(errors.New(errnoText(err)))
+}
+
 // runJail builds the jail and runs the program in it. It returns only the
 // exit status to use (the program's, or 126/127 when it never ran).
 func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
@@ -84,12 +174,8 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 	// Namespaces, Landlock, no_new_privs and seccomp are set on this
 	// thread and inherited by the program it forks.
 	runtime.LockOSThread()
-	// Into the jail's memory cgroup before anything else, so nothing of
-	// the program ever runs outside it.
-	if cfg.cgFD >= 0 {
-		if err := joinCgroup(cfg.cgFD); err != nil {
-			return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: %v", err))
-		}
+	if !cfg.stage2 {
+		return runStage1(cfg, stderr)
 	}
 	// A signal the gateway sends the command's process group must not end
 	// the jail's init before the program: catch (not ignore, which the
@@ -106,6 +192,11 @@ func runJail(cfg helperConfig, argv, env []string, stderr io.Writer) int {
 	prog := cfg.path
 	if _, err := os.Stat(prog); err != nil {
 		return fail(ExitNotFound, errors.New("command not found"))
+	}
+	if cfg.cgFD >= 0 {
+		if err := awaitCgroup(cfg.cgFD); err != nil {
+			return fail(ExitConfineFailed, fmt.Errorf("cannot build jail: %v", err))
+		}
 	}
 	// Limits last: they bind this process too, and it only waits from here.
 	if err := setLimits(cfg.limits, cfg.cgOOMFD >= 0); err != nil {

@@ -237,31 +237,13 @@ func (j *Jailer) Wrap(cmd *exec.Cmd, jl Jail) (release func(), err error) {
 	cmd.Path = "/proc/self/fd/3"
 	cmd.Args = append([]string{"toolgate-jail", SubCommand}, args...)
 	cmd.ExtraFiles = extra
-	spa := cmd.SysProcAttr
-	if spa == nil {
-		spa = &syscall.SysProcAttr{}
-	}
-	spa.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
-	if !jl.Network {
-		spa.Cloneflags |= syscall.CLONE_NEWNET
-	}
-	spa.UidMappings = []syscall.SysProcIDMap{{ContainerID: j.uid, HostID: j.uid, Size: 1}}
-	spa.GidMappings = []syscall.SysProcIDMap{{ContainerID: j.gid, HostID: j.gid, Size: 1}}
 	if j.root {
-		// The helper starts as the gateway's root, which is no id inside
-		// the new user namespace (so it has no privilege there but its
-		// ambient capabilities), builds the jail, then becomes the jail's
-		// user and drops the gateway's supplementary groups before
-		// anything of the program runs. Setting the ids here instead
-		// would make the helper non-dumpable and /proc/self/fd/3, the
-		// helper binary, unreachable.
-		spa.GidMappingsEnableSetgroups = true
 		args := cmd.Args[:2:2]
 		cmd.Args = append(append(args, "--uid="+strconv.Itoa(j.uid), "--gid="+strconv.Itoa(j.gid)), cmd.Args[2:]...)
 	}
-	spa.AmbientCaps = jailCaps
-	cmd.SysProcAttr = spa
+	// The helper creates the jail's namespaces itself (runStage1): the
+	// gateway starts it like any program, with CLONE_VM|CLONE_VFORK,
+	// whatever cmd.SysProcAttr already says (Setpgid, Setsid) kept.
 	return release, nil
 }
 

@@ -56,6 +56,11 @@ func closeErr(c io.Closer, err error) error {
 }
 
 func TestMain(m *testing.M) {
+	// Stage 2 of the jail helper is started by stage 1 (this binary as the
+	// helper, which has already dropped envHelper) with "--stage2" first.
+	if len(os.Args) > 2 && os.Args[1] == SubCommand && os.Args[2] == "--stage2" {
+		os.Exit(Main(os.Args[2:]))
+	}
 	if os.Getenv(envHelper) == "1" {
 		// The program the helper execs must not become a helper again.
 		os.Unsetenv(envHelper)

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkBashJail is the per-call cost of the command jail through the
+// whole gateway (HTTP handler, policy, durable audit, the bash tool):
+// /bin/true and `go version` in each confinement mode, and `echo` (a
+// builtin: the pipeline without any program) for the part every call pays.
+// "gateway-helper" re-executes this test binary as the helper (it links
+// the same packages as the gateway, so its start-up cost is the
+// gateway's); "toolgate-sandbox" uses the dedicated helper binary.
+// BenchmarkExecDirect runs the same programs with exec.Command.
+func BenchmarkBashJail(b *testing.B) {
+	helper := filepath.Join(b.TempDir(), HelperName)
+	if out, err := exec.Command("go", "build", "-o", helper, "../../cmd/toolgate-sandbox").CombinedOutput(); err != nil {
+		b.Fatalf("building the helper: %v\n%s", err, out)
+	}
+	modes := []struct{ name, yaml string }{
+		{"landlock-only", "sandbox:\n  mode: landlock-only\n"},
+		{"jail-gateway-helper", ""},
+		{"jail-toolgate-sandbox", "sandbox:\n  helper: " + helper + "\n"},
+		{"jail-toolgate-sandbox-no-cgroup", "sandbox:\n  helper: " + helper + "\n  memory_cgroup: false\n"},
+	}
+	for _, m := range modes {
+		h := start(b, withAllTools, allowAllPack(b), func(s *setup) { s.extraYAML = m.yaml })
+		dev := h.token("acme", "alice", "developer")
+		for _, c := range []string{"echo hi", "/bin/true", "go version"} {
+			body, _ := json.Marshal(map[string]any{"arguments": map[string]any{"command": c}, "session_id": "s1"})
+			b.Run(m.name+"/"+strings.Fields(c)[0], func(b *testing.B) {
+				for b.Loop() {
+					r := h.call(dev, "bash", string(body))
+					if r.str("outcome") != "ok" || !strings.Contains(r.str("content"), "[exit code: 0]") && c != "echo hi" {
+						b.Fatalf("%s: %s", c, r.raw)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkExecDirect(b *testing.B) {
+	for _, argv := range [][]string{{"/bin/true"}, {"go", "version"}} {
+		b.Run(argv[0], func(b *testing.B) {
+			for b.Loop() {
+				if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
