@@ -306,6 +306,23 @@ func TestPostgresReplicasStartingTogetherMigrateOnce(t *testing.T) {
 	}
 }
 
+// pool_max_conns and the other pool settings of a DSN configure the pool;
+// migrating, on connections of its own, does not send them to the server.
+func TestPostgresDSNWithPoolSettingsOpensAndMigrates(t *testing.T) {
+	dsn := withParam(t, pgtest.DSN(t), "pool_max_conns", "3")
+	if _, err := Migrate(t.Context(), Postgres, dsn); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	db, err := Open(t.Context(), Postgres, dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer db.Close()
+	if got := db.Audit().(*pgAudit).pool.Config().MaxConns; got != 3 {
+		t.Fatalf("pool size %d, want 3 from the DSN", got)
+	}
+}
+
 func TestPostgresDSNErrorsDoNotEchoTheDSN(t *testing.T) {
 	for _, dsn := range []string{"postgres://u:hunter2@[::1", "host=127.0.0.1 password=hunter2 port=notaport"} {
 		_, err := Open(t.Context(), Postgres, dsn)

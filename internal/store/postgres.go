@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -27,10 +26,13 @@ const migrateLockKey = "toolgate/store/migrate/"
 // migratePostgres migrates on connections of its own, holding the
 // migration lock on one of them while goose works on another.
 func migratePostgres(ctx context.Context, dsn string, o options) ([]string, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	// Parsed as the pool parses it, so that pool_* settings in the DSN
+	// are understood rather than sent to the server.
+	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, errBadDSN
 	}
+	cfg := pcfg.ConnConfig
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = o.connectTimeout
 	}
