@@ -23,7 +23,7 @@ type approvals struct {
 
 var _ approval.Store = (*approvals)(nil)
 
-const columns = `id, tenant, call_id, principal, tool, status, created_ms, expires_ms, decided_by, decided_ms, comment, outcome, request, result`
+const approvalColumns = `id, tenant, call_id, principal, tool, status, created_ms, expires_ms, decided_by, decided_ms, comment, outcome, request, result`
 
 // q rewrites ? placeholders for the dialect.
 func (s *approvals) q(query string) string { return placeholders(query, s.dollar) }
@@ -47,10 +47,11 @@ func placeholders(query string, dollar bool) string {
 	return b.String()
 }
 
+// scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRow(sc scanner) (*approval.Approval, error) {
-	var r row
+func scanApproval(sc scanner) (*approval.Approval, error) {
+	var r approvalRow
 	if err := sc.Scan(&r.id, &r.tenant, &r.callID, &r.principal, &r.tool, &r.status, &r.createdMS, &r.expiresMS,
 		&r.decidedBy, &r.decidedMS, &r.comment, &r.outcome, &r.request, &r.result); err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (s *approvals) Create(ctx context.Context, a *approval.Approval) error {
 }
 
 func (s *approvals) Get(ctx context.Context, tenant, id string) (*approval.Approval, error) {
-	a, err := scanRow(s.r.QueryRowContext(ctx, s.q(`SELECT `+columns+` FROM approvals WHERE tenant = ? AND id = ?`), tenant, id))
+	a, err := scanApproval(s.r.QueryRowContext(ctx, s.q(`SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND id = ?`), tenant, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, approval.ErrNotFound
 	}
@@ -78,7 +79,7 @@ func (s *approvals) Get(ctx context.Context, tenant, id string) (*approval.Appro
 }
 
 func (s *approvals) ByCall(ctx context.Context, tenant, callID string) (*approval.Approval, error) {
-	a, err := scanRow(s.r.QueryRowContext(ctx, s.q(`SELECT `+columns+` FROM approvals
+	a, err := scanApproval(s.r.QueryRowContext(ctx, s.q(`SELECT `+approvalColumns+` FROM approvals
 		WHERE tenant = ? AND call_id = ? ORDER BY created_ms DESC, id DESC LIMIT 1`), tenant, callID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, approval.ErrNotFound
@@ -87,7 +88,7 @@ func (s *approvals) ByCall(ctx context.Context, tenant, callID string) (*approva
 }
 
 func (s *approvals) List(ctx context.Context, tenant string, f approval.Filter) ([]*approval.Approval, error) {
-	query := `SELECT ` + columns + ` FROM approvals WHERE tenant = ?`
+	query := `SELECT ` + approvalColumns + ` FROM approvals WHERE tenant = ?`
 	args := []any{tenant}
 	if f.Status != "" {
 		query += ` AND status = ?`
@@ -106,7 +107,7 @@ func (s *approvals) many(ctx context.Context, db *sql.DB, query string, args ...
 	defer rows.Close()
 	out := []*approval.Approval{}
 	for rows.Next() {
-		a, err := scanRow(rows)
+		a, err := scanApproval(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -119,9 +120,9 @@ func (s *approvals) Decide(ctx context.Context, tenant, id string, d approval.De
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	a, err := scanRow(s.w.QueryRowContext(ctx, s.q(`UPDATE approvals SET status = ?, decided_by = ?, decided_ms = ?, comment = ?
+	a, err := scanApproval(s.w.QueryRowContext(ctx, s.q(`UPDATE approvals SET status = ?, decided_by = ?, decided_ms = ?, comment = ?
 		WHERE tenant = ? AND id = ? AND status = 'pending' AND expires_ms > ?
-		RETURNING `+columns), d.Status, d.By, d.At.UnixMilli(), d.Comment, tenant, id, d.At.UnixMilli()))
+		RETURNING `+approvalColumns), d.Status, d.By, d.At.UnixMilli(), d.Comment, tenant, id, d.At.UnixMilli()))
 	if err == nil {
 		return a, nil
 	}
@@ -142,7 +143,7 @@ func (s *approvals) Decide(ctx context.Context, tenant, id string, d approval.De
 func (s *approvals) Expire(ctx context.Context, tenant string, now time.Time) ([]*approval.Approval, error) {
 	return s.many(ctx, s.w, `UPDATE approvals SET status = 'expired', decided_ms = ?
 		WHERE tenant = ? AND status = 'pending' AND expires_ms <= ?
-		RETURNING `+columns, now.UnixMilli(), tenant, now.UnixMilli())
+		RETURNING `+approvalColumns, now.UnixMilli(), tenant, now.UnixMilli())
 }
 
 func (s *approvals) Finish(ctx context.Context, tenant, id, outcome string, r approval.Result) error {

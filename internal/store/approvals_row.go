@@ -9,9 +9,9 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 )
 
-// request is the immutable part of an approval, stored as one JSON value
+// approvalRequest is the immutable part of an approval, stored as one JSON value
 // beside the columns that queries and transitions use.
-type request struct {
+type approvalRequest struct {
 	DecisionID     string         `json:"decision_id"`
 	SessionID      string         `json:"session_id"`
 	Client         string         `json:"client"`
@@ -25,7 +25,7 @@ type request struct {
 }
 
 func encodeRequest(a *approval.Approval) ([]byte, error) {
-	b, err := json.Marshal(request{
+	b, err := json.Marshal(approvalRequest{
 		DecisionID: a.DecisionID, SessionID: a.SessionID, Client: a.Client, Action: a.Action,
 		Digest: a.Digest, PolicyRevision: a.PolicyRevision, Document: a.Document, Input: a.Input,
 		Reasons: a.Reasons, Obligations: a.Obligations,
@@ -36,16 +36,16 @@ func encodeRequest(a *approval.Approval) ([]byte, error) {
 	return b, nil
 }
 
-// row is one stored approval as the stores read it.
-type row struct {
+// approvalRow is one stored approval as read.
+type approvalRow struct {
 	id, tenant, callID, principal, tool, status string
 	createdMS, expiresMS, decidedMS             int64
 	decidedBy, comment, outcome                 string
 	request, result                             []byte
 }
 
-func (r *row) approval() (*approval.Approval, error) {
-	var req request
+func (r *approvalRow) approval() (*approval.Approval, error) {
+	var req approvalRequest
 	if err := json.Unmarshal(r.request, &req); err != nil {
 		return nil, fmt.Errorf("approval: stored request of %s: %w", r.id, err)
 	}

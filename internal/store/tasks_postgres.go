@@ -98,7 +98,7 @@ func (s *pgTasks) Create(ctx context.Context, tenant, session string, t task.Tas
 	t.Created = time.UnixMilli(t.Created.UnixMilli()).UTC()
 	t.Updated = time.UnixMilli(t.Updated.UnixMilli()).UTC()
 	err := s.inSession(ctx, tenant, session, func(tx pgx.Tx) error {
-		// Every check in one round trip, in the order SQLiteStore makes them.
+		// Every check in one round trip, in the order the SQLite store makes them.
 		var count, lastSeq, taken, missing int64
 		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(max(seq), 0), count(*) FILTER (WHERE id = $3),
 				(SELECT count(*) FROM unnest($4::text[]) d(id)

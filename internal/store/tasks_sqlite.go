@@ -25,10 +25,7 @@ var _ task.Store = (*sqliteTasks)(nil)
 
 const taskColumns = `id, subject, description, status, blocked_by, owner, created_ms, updated_ms, version`
 
-// rowScanner is *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanTask(r rowScanner) (task.Task, error) {
+func scanTask(r scanner) (task.Task, error) {
 	var t task.Task
 	var deps string
 	var created, updated int64
@@ -142,7 +139,7 @@ func (s *sqliteTasks) Update(ctx context.Context, tenant, session string, t task
 		return task.Task{}, task.ErrConflict
 	}
 	if added := task.NewDeps(cur.BlockedBy, t.BlockedBy); len(added) > 0 {
-		edges, err := sessionEdges(ctx, tx, tenant, session)
+		edges, err := sqliteSessionEdges(ctx, tx, tenant, session)
 		if err != nil {
 			return task.Task{}, err
 		}
@@ -176,8 +173,8 @@ func (s *sqliteTasks) Update(ctx context.Context, tenant, session string, t task
 	return next, nil
 }
 
-// sessionEdges reads every task id of the session with its dependencies.
-func sessionEdges(ctx context.Context, tx *sql.Tx, tenant, session string) (map[string][]string, error) {
+// sqliteSessionEdges reads every task id of the session with its dependencies.
+func sqliteSessionEdges(ctx context.Context, tx *sql.Tx, tenant, session string) (map[string][]string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, blocked_by FROM tasks WHERE tenant = ? AND session = ?`, tenant, session)
 	if err != nil {
 		return nil, err
