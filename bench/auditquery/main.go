@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	tgstore "github.com/toolgate/toolgate/internal/store"
 )
 
 // target is the p95 the issue asks for.
@@ -96,21 +97,21 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 		path := filepath.Join(dir, "audit.db")
-		var sopts []audit.SQLiteOption
+		var sopts []tgstore.Option
 		if o.readConns > 0 {
-			sopts = append(sopts, audit.WithReadConns(o.readConns))
+			sopts = append(sopts, tgstore.WithReadConns(o.readConns))
 		}
-		s, err := audit.OpenSQLite(ctx, path, sopts...)
+		sdb, err := tgstore.Open(ctx, tgstore.SQLite, path, sopts...)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
+		defer sdb.Close()
 		db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		store = s
+		store = sdb.Audit()
 		explain = func(f audit.Filter) (string, error) { return explainSQLite(ctx, db, "acme", f) }
 		analyze = func() error { _, err := db.ExecContext(ctx, "ANALYZE"); return err }
 		exec = func(q string) error { _, err := db.ExecContext(ctx, q); return err }
@@ -137,12 +138,12 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		s, err := audit.OpenPostgres(ctx, dsn)
+		pdb, err := tgstore.Open(ctx, tgstore.Postgres, dsn)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		store = s
+		defer pdb.Close()
+		store = pdb.Audit()
 		explain = func(f audit.Filter) (string, error) { return explainPostgres(ctx, admin, "acme", f) }
 		analyze = func() error { _, err := admin.Exec(ctx, "ANALYZE audit_events"); return err }
 		exec = func(q string) error { _, err := admin.Exec(ctx, q); return err }

@@ -121,6 +121,15 @@ type batch struct {
 	raws   [][]byte
 }
 
+// entries pairs the events with their raw JSON, as Store.Insert takes them.
+func (b batch) entries() []audit.Entry {
+	out := make([]audit.Entry, len(b.events))
+	for i, ev := range b.events {
+		out[i] = audit.Entry{Event: ev, Raw: b.raws[i]}
+	}
+	return out
+}
+
 // uuidV7 makes a UUID v7 string from a time in ms, as the gateway's ids
 // are: they sort with time.
 func uuidV7(r *rand.Rand, ms int64) string {
@@ -336,7 +345,7 @@ func seedTenant(ctx context.Context, store audit.Store, m *model, tenant string,
 			}
 			running--
 		case b := <-out:
-			if err := store.Insert(ctx, b.events, b.raws); err != nil {
+			if err := store.Insert(ctx, b.entries()); err != nil {
 				return samples{}, fmt.Errorf("insert: %w", err)
 			}
 			done += len(b.events)
@@ -346,7 +355,7 @@ func seedTenant(ctx context.Context, store audit.Store, m *model, tenant string,
 	for {
 		select {
 		case b := <-out: // batches sent before their generator returned
-			if err := store.Insert(ctx, b.events, b.raws); err != nil {
+			if err := store.Insert(ctx, b.entries()); err != nil {
 				return samples{}, fmt.Errorf("insert: %w", err)
 			}
 			done += len(b.events)

@@ -27,14 +27,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/approval"
-	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/sandbox"
-	"github.com/toolgate/toolgate/internal/tools/task"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 const (
@@ -100,7 +98,7 @@ const usage = `usage:
                                          strict-compile a policy folder and check the contract
   gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]
                                          re-evaluate audited decisions against a candidate policy
-  gateway audit migrate [--config FILE]  apply the audit store's schema migrations and exit
+  gateway audit migrate [--config FILE]  apply the database's schema migrations (audit, approvals, tasks) and exit
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
 
@@ -261,37 +259,20 @@ func auditMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if cfg.Audit.Driver == "postgres" {
-		// The schemas that live in the audit database: events, tasks and
-		// approvals.
-		for _, m := range []struct {
-			name    string
-			migrate func(context.Context, string) ([]string, error)
-		}{{"audit", audit.MigratePostgres}, {"task", task.MigratePostgres}, {"approval", approval.MigratePostgres}} {
-			applied, err := m.migrate(ctx, cfg.Audit.DSN)
-			if err != nil {
-				fmt.Fprintf(stderr, "gateway audit migrate: %s schema: %v\n", m.name, err)
-				return exitRuntime
-			}
-			for _, a := range applied {
-				fmt.Fprintf(stdout, "applied %s migration %s\n", m.name, a)
-			}
-		}
+	// One schema holds every table of the database: audit events,
+	// approvals and questions, tasks.
+	applied, err := store.Migrate(ctx, cfg.Audit.Driver, cfg.Audit.DSN)
+	for _, a := range applied {
+		fmt.Fprintf(stdout, "applied migration %s\n", a)
 	}
-	store, err := gateway.OpenAuditStore(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway audit migrate: %v\n", err)
-		var ce *config.Error
-		if errors.As(err, &ce) {
+		if errors.Is(err, store.ErrUnknownDriver) {
 			return exitUsage
 		}
 		return exitRuntime
 	}
-	if err := store.Close(); err != nil {
-		fmt.Fprintf(stderr, "gateway audit migrate: %v\n", err)
-		return exitRuntime
-	}
-	fmt.Fprintf(stdout, "audit store (%s) is at the current schema version\n", cfg.Audit.Driver)
+	fmt.Fprintf(stdout, "database (%s) is at the current schema version\n", cfg.Audit.Driver)
 	return exitOK
 }
 

@@ -70,7 +70,7 @@ func TestCommandLine(t *testing.T) {
 		{"policy check", []string{"policy", "check", "../../policies"}, 0, "ok", "", nil},
 		{"policy check of a missing folder", []string{"policy", "check", "/nonexistent"}, 2, "", "", nil},
 		{"policy without sub-command", []string{"policy"}, 2, "", "usage", nil},
-		{"audit migrate (sqlite)", []string{"audit", "migrate", "--config", good}, 0, "audit store (sqlite) is at the current schema version", "", nil},
+		{"audit migrate (sqlite)", []string{"audit", "migrate", "--config", good}, 0, "database (sqlite) is at the current schema version", "", nil},
 		{"policy replay needs a candidate", []string{"policy", "replay", "--config", good}, 2, "", "usage: gateway policy replay", nil},
 		{"policy replay with a bad time", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--from", "yesterday"}, 2, "", "--from must be an RFC 3339 time", nil},
 		{"policy replay of an unconfigured tenant", []string{"policy", "replay", "--config", good, "--policy", "../../policies", "--tenant", "globex"}, 2, "", `tenant "globex" is not configured`, nil},

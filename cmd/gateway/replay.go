@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/replay"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // policyReplay re-evaluates the audited decisions of the configured audit
@@ -72,13 +73,15 @@ func policyReplay(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	rev, _ := eng.Current()
-	store, err := gateway.OpenAuditStore(ctx, cfg)
+	// Read-only: replay never migrates, creates or writes anything; a
+	// database that is not at this gateway's schema is refused.
+	db, err := gateway.OpenStore(ctx, cfg, nil, store.ReadOnly())
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway policy replay: %v\n", err)
 		return exitRuntime
 	}
-	defer store.Close()
-	rep, err := replay.Run(ctx, store, rev, opts)
+	defer db.Close()
+	rep, err := replay.Run(ctx, db.Audit(), rev, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway policy replay: %v\n", err)
 		return exitRuntime

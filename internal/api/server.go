@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -131,7 +132,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz reports whether calls can be served: a policy revision is loaded
-// and the audit store answers. It reveals no tenant data.
+// and the audit store can commit (it answers, and its last commit, or a
+// probe write while commits fail, succeeded). It reveals no tenant data and
+// no error detail: the reason is one of a few fixed words, the error goes
+// to the log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{"policy": "ok", "audit": "ok"}
 	ready := true
@@ -140,7 +144,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.o.Audit.Ping(ctx); err != nil {
+	switch err := s.o.Audit.Ping(ctx); {
+	case err == nil:
+	case errors.Is(err, audit.ErrCommitsFailing):
+		checks["audit"], ready = "commits failing", false
+		s.o.Logger.Warn("readiness: audit commits are failing", "err", err)
+	default:
 		checks["audit"], ready = "unreachable", false
 		s.o.Logger.Warn("readiness: audit store unreachable", "err", err)
 	}

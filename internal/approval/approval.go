@@ -1,8 +1,10 @@
 // Package approval keeps calls that policy held for a human
 // (approval_required): the frozen request document they were decided on,
 // its digest, and their way from pending to approved, denied or expired.
-// Stores live in the audit database (SQLite or PostgreSQL) and pass one
-// conformance suite (approvaltest). Every transition is conditional, so a
+// The Store lives in the audit database (internal/store, SQLite or
+// PostgreSQL) and passes one conformance suite (approvaltest); a held
+// call's approval is written in the transaction of its decision event
+// (audit.Log.AppendWith). Every transition is conditional, so a
 // held call is approved at most once, whatever the number of approvers or
 // replicas. The same stores keep the questions of ask-user calls
 // (Question), which wait for a user's answer the way held calls wait for
@@ -12,6 +14,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -95,7 +98,8 @@ var (
 )
 
 // Store persists approvals and ask-user questions (Questions). Every
-// method is scoped by tenant.
+// method is scoped by tenant. Its opener owns the connections: a Store has
+// no Close.
 type Store interface {
 	Questions
 	// Create stores a new pending approval.
@@ -116,7 +120,6 @@ type Store interface {
 	Expire(ctx context.Context, tenant string, now time.Time) ([]*Approval, error)
 	// Finish records the outcome of an approved call, once.
 	Finish(ctx context.Context, tenant, id, outcome string, r Result) error
-	Close() error
 }
 
 // DefaultLimit and MaxLimit bound List.
@@ -125,7 +128,8 @@ const (
 	MaxLimit     = 1000
 )
 
-func limitOf(f Filter) int {
+// PageSize is f.Limit bounded to 1..MaxLimit, DefaultLimit when unset.
+func (f Filter) PageSize() int {
 	switch {
 	case f.Limit <= 0:
 		return DefaultLimit
@@ -133,4 +137,12 @@ func limitOf(f Filter) int {
 		return MaxLimit
 	}
 	return f.Limit
+}
+
+// Validate checks what Decide may be asked to do: approve or deny.
+func (d Decision) Validate() error {
+	if d.Status != StatusApproved && d.Status != StatusDenied {
+		return fmt.Errorf("approval: cannot decide to %q", d.Status)
+	}
+	return nil
 }

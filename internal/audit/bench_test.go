@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // benchEvent is a realistic decision event (about 700 bytes of JSON).
@@ -47,11 +48,11 @@ func benchEvent(tenant string, i int) *audit.Event {
 
 func benchLog(b *testing.B, opts audit.LogOptions) *audit.Log {
 	b.Helper()
-	s, err := audit.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	s, err := store.Open(context.Background(), store.SQLite, filepath.Join(b.TempDir(), "audit.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := audit.NewLog(s, opts)
+	l, err := audit.NewLog(s.Audit(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,7 +43,6 @@ var goldenHashes = []string{
 
 func TestHashDefinition(t *testing.T) {
 	s := openSQLite(t, filepath.Join(t.TempDir(), "audit.db"))
-	defer s.Close()
 	l, err := audit.NewLog(s, audit.LogOptions{Now: func() time.Time { panic("time is set") }})
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,17 @@
 // Package audit is the append-only, hash-chained decision log. A Log sits in
 // front of a Store: it assigns chain positions and hashes, batches
 // concurrent appends into one transaction (group commit), and applies
-// backpressure instead of dropping events. Stores (SQLite, PostgreSQL)
-// only persist and query.
+// backpressure instead of dropping events. Stores (SQLite, PostgreSQL, in
+// internal/store) only persist and query.
 package audit
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/go-json-experiment/json"
 )
 
 // Phases of an event.
@@ -139,6 +142,10 @@ var (
 	// ErrInvalidEvent: Append refused an event it cannot chain (no tenant,
 	// unparsable time, a value that has no JSON form).
 	ErrInvalidEvent = errors.New("audit: invalid event")
+	// ErrCommitsFailing: Ping found the store reachable, but its last
+	// commit failed and a probe write failed too (a full disk, a read-only
+	// file or database). It wraps ErrUnavailable.
+	ErrCommitsFailing = fmt.Errorf("%w: commits failing", ErrUnavailable)
 )
 
 // Head is the last link of one (tenant, chain).
@@ -168,16 +175,49 @@ type Row struct {
 	Hash       string
 }
 
-// Store persists events. Implementations: SQLite (embedded default) and
-// PostgreSQL. Every method is scoped by tenant; another tenant's events are
-// indistinguishable from missing ones. All stores pass storetest.
+// Entry is one chained event as the Log hands it to Store.Insert.
+type Entry struct {
+	// Event has its chain fields (ID, Chain, Seq, PrevHash, Hash) set.
+	// Insert reads its scalar fields for the indexed columns only, and must
+	// not retain or modify it.
+	Event *Event
+	// Raw is the exact JSON that was hashed: stored verbatim, returned by
+	// Scan.
+	Raw []byte
+	// Record, when set, is a row of another repository that the event
+	// announces and that must not exist without it, nor it without the
+	// row: the approval of a held call (*approval.Approval) on its
+	// decision event, the question of an ask-user call
+	// (*approval.Question) on its result event. Insert writes it in the
+	// same transaction as the batch. A store that cannot write it fails
+	// the batch with a *RecordError.
+	Record any
+}
+
+// RecordError is Insert failing because of the Record of one entry (a
+// record the store does not keep, or its row refused). The transaction was
+// rolled back before it committed, so nothing of the batch landed: the Log
+// fails that entry alone and commits the others again.
+type RecordError struct {
+	Index int // into the entries given to Insert
+	Err   error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("audit: record of entry %d: %v", e.Index, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// Store persists events. Implementations live in internal/store (SQLite,
+// the embedded default, and PostgreSQL). Every method is scoped by tenant;
+// another tenant's events are indistinguishable from missing ones. All
+// stores pass storetest. The store's opener owns its connections: a Store
+// has no Close.
 type Store interface {
-	// Insert commits events in one transaction: all or none, durable on
-	// return. Events arrive with ID, Seq, PrevHash and Hash set; raw is the
-	// exact JSON that was hashed (stored verbatim, returned by Scan). Events
-	// only supply the indexed columns: Insert reads their scalar fields and
-	// must not retain or modify them.
-	Insert(ctx context.Context, events []*Event, raw [][]byte) error
+	// Insert commits the entries in one transaction, their records
+	// included: all or none, durable on return.
+	Insert(ctx context.Context, entries []Entry) error
 	// Heads returns the last link of every tenant's segment of chain.
 	Heads(ctx context.Context, chain string) (map[string]Head, error)
 	// Query returns events matching f, newest first, with cursor paging.
@@ -199,7 +239,20 @@ type Store interface {
 	// Checkpoints returns the tenant's checkpoints by chain (empty when
 	// nothing was pruned).
 	Checkpoints(ctx context.Context, tenant string) (map[string]Checkpoint, error)
-	// Ping reports whether the store can be reached.
+	// Ping reports whether the store can be reached (it reads).
 	Ping(ctx context.Context) error
-	Close() error
+	// Probe commits a write that adds no event, through the same
+	// connection and with the same durability as Insert: whether a batch
+	// could commit now. The Log probes while its commits are failing, so
+	// that readiness recovers without traffic.
+	Probe(ctx context.Context) error
+}
+
+// DecodeEvent decodes a stored event (its raw JSON).
+func DecodeEvent(raw []byte) (*Event, error) {
+	ev := new(Event)
+	if err := json.Unmarshal(raw, ev); err != nil {
+		return nil, fmt.Errorf("audit: stored event: %w", err)
+	}
+	return ev, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // A Log on the embedded SQLite store: append a decision event with a masked
@@ -16,12 +17,12 @@ func ExampleLog() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	store, err := audit.OpenSQLite(ctx, filepath.Join(dir, "audit.db"))
+	db, err := store.Open(ctx, store.SQLite, filepath.Join(dir, "audit.db"))
 	if err != nil {
 		panic(err)
 	}
-	defer store.Close()
-	log, err := audit.NewLog(store, audit.LogOptions{})
+	defer db.Close()
+	log, err := audit.NewLog(db.Audit(), audit.LogOptions{})
 	if err != nil {
 		panic(err)
 	}

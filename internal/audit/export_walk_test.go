@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -64,7 +63,7 @@ func (m *memQuerier) Query(_ context.Context, tenant string, f Filter) (Page, er
 }
 
 func mustMS(ev *Event) int64 {
-	ms, err := eventTimeMS(ev)
+	ms, err := ev.TimeMS()
 	if err != nil {
 		panic(err)
 	}
@@ -282,51 +281,5 @@ func TestExportRefusesBadFilters(t *testing.T) {
 				t.Fatalf("%d queries for a bad filter", q.queries)
 			}
 		})
-	}
-}
-
-func TestExportOnSQLiteMatchesQueryReversed(t *testing.T) {
-	ctx := t.Context()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	l, err := NewLog(s, LogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	for _, ev := range exportFixture() {
-		ev.ID = "" // the Log assigns real ids
-		if err := l.Append(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []Filter{{}, {Phase: PhaseDecision}, {From: exportEpoch.Add(time.Minute), To: exportEpoch.Add(100 * time.Hour)}} {
-		// The reference: every page of Query, reversed.
-		var want []*Event
-		pf := f
-		pf.Limit = MaxLimit
-		for {
-			page, err := l.Query(ctx, "acme", pf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, page.Events...)
-			if pf.Cursor = page.NextCursor; pf.Cursor == "" {
-				break
-			}
-		}
-		slices.Reverse(want)
-		if len(want) == 0 {
-			t.Fatalf("filter %+v matches nothing; the fixture is wrong", f)
-		}
-		for _, pageSize := range []int{4, MaxLimit} {
-			got := collect(t, l, "acme", f, pageSize)
-			if !slices.Equal(ids(got), ids(want)) {
-				t.Fatalf("filter %+v, page %d: exported %d events, Query has %d", f, pageSize, len(got), len(want))
-			}
-		}
 	}
 }

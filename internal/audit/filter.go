@@ -128,9 +128,10 @@ func boundString(ms int64, ok bool) string {
 	return strconv.FormatInt(ms, 10)
 }
 
-// eventTimeMS is the event time in Unix milliseconds.
-func eventTimeMS(ev *Event) (int64, error) {
-	return parseTimeMS(ev.Time)
+// TimeMS is the event time in Unix milliseconds, the time_ms column of
+// the stores; an unparsable time is an ErrInvalidEvent.
+func (e *Event) TimeMS() (int64, error) {
+	return parseTimeMS(e.Time)
 }
 
 func parseTimeMS(s string) (int64, error) {

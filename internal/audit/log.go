@@ -64,11 +64,49 @@ type Log struct {
 	// stale is writer-only: a failed commit may or may not have landed, so
 	// the heads are reloaded from the store before the next batch.
 	stale bool
+
+	// health is the outcome of the last write (a batch or a probe), for
+	// readiness.
+	health health
 }
 
-// pending is one queued append. ev is the Log's own copy of the event.
+// health tracks whether the store's writes are failing. gen counts the
+// recorded outcomes, so that a probe that raced with a batch does not
+// overwrite the batch's more recent verdict.
+type health struct {
+	mu      sync.Mutex
+	gen     uint64
+	failing error // nil while writes succeed
+}
+
+func (h *health) record(err error) {
+	h.mu.Lock()
+	h.gen++
+	h.failing = err
+	h.mu.Unlock()
+}
+
+func (h *health) get() (uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gen, h.failing
+}
+
+// recordIf records err unless another outcome was recorded since gen.
+func (h *health) recordIf(gen uint64, err error) {
+	h.mu.Lock()
+	if h.gen == gen {
+		h.gen++
+		h.failing = err
+	}
+	h.mu.Unlock()
+}
+
+// pending is one queued append. ev is the Log's own copy of the event;
+// rec is the record that commits with it (Entry.Record), if any.
 type pending struct {
 	ev     *Event
+	rec    any
 	tmpl   template
 	result chan error // buffered: the writer never blocks on a waiter
 }
@@ -138,6 +176,18 @@ func (l *Log) Chain() string { return l.chain }
 // append is not a retracted one. ev's chain fields are then left unset.
 // Append copies ev before queueing; the caller may reuse it on return.
 func (l *Log) Append(ctx context.Context, ev *Event) error {
+	return l.AppendWith(ctx, ev, nil)
+}
+
+// AppendWith is Append for an event that announces a row of another
+// repository, rec (see Entry.Record): the approval of a held call, the
+// question of an ask-user call. The event and the row commit in one
+// transaction, so neither exists without the other. When the store
+// refuses the row, AppendWith fails with ErrUnavailable (wrapping a
+// *RecordError) and the other events of the batch commit without it. rec
+// must not change until AppendWith returns (or, after ctx ends, for as
+// long as the event may still be committed).
+func (l *Log) AppendWith(ctx context.Context, ev *Event, rec any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -154,6 +204,7 @@ func (l *Log) Append(ctx context.Context, ev *Event) error {
 		l.m.failed.Inc()
 		return err
 	}
+	p.rec = rec
 
 	l.mu.RLock()
 	if l.closed {
@@ -195,7 +246,7 @@ func (l *Log) prepare(e *Event) (*pending, error) {
 			return nil, fmt.Errorf("%w: NUL in an indexed field", ErrInvalidEvent)
 		}
 	}
-	if _, err := eventTimeMS(e); err != nil {
+	if _, err := e.TimeMS(); err != nil {
 		return nil, err
 	}
 	t, err := newTemplate(e)
@@ -242,7 +293,9 @@ func (l *Log) run() {
 }
 
 // commit chains and inserts one batch. The heads advance only when the
-// store committed it.
+// store committed it. An entry whose record the store refused is failed
+// alone and the rest of the batch is chained and committed again: nothing
+// of the refused attempt landed.
 func (l *Log) commit(batch []*pending) {
 	// The batch belongs to many callers; none of their contexts may cancel it.
 	ctx := context.Background()
@@ -250,6 +303,7 @@ func (l *Log) commit(batch []*pending) {
 	if l.stale {
 		heads, err := l.store.Heads(ctx, l.chain)
 		if err != nil {
+			l.health.record(err)
 			l.fail(batch, fmt.Errorf("reloading chain heads: %w", err))
 			return
 		}
@@ -262,9 +316,45 @@ func (l *Log) commit(batch []*pending) {
 		l.stale = false
 	}
 
+	for len(batch) > 0 {
+		staged, entries := l.chainBatch(batch)
+		start := time.Now()
+		err := l.store.Insert(ctx, entries)
+		l.m.commit.Observe(time.Since(start).Seconds())
+		var re *RecordError
+		if errors.As(err, &re) && re.Index >= 0 && re.Index < len(batch) {
+			l.fail(batch[re.Index:re.Index+1], err)
+			batch = append(batch[:re.Index:re.Index], batch[re.Index+1:]...)
+			continue
+		}
+		l.health.record(err)
+		if err != nil {
+			// The insert may have landed anyway (a lost commit
+			// acknowledgement): reload the heads rather than trust or
+			// advance ours.
+			l.stale = true
+			l.fail(batch, err)
+			return
+		}
+		l.headsMu.Lock()
+		for t, h := range staged {
+			l.heads[t] = h
+		}
+		l.headsMu.Unlock()
+		l.m.ok.Add(float64(len(batch)))
+		for _, p := range batch {
+			p.result <- nil
+		}
+		return
+	}
+}
+
+// chainBatch assigns each event of the batch its position and hash after
+// the committed heads, in queue order, and returns the heads the batch
+// leaves and the entries to insert.
+func (l *Log) chainBatch(batch []*pending) (map[string]Head, []Entry) {
 	staged := make(map[string]Head, 4)
-	events := make([]*Event, len(batch))
-	raws := make([][]byte, len(batch))
+	entries := make([]Entry, len(batch))
 	for i, p := range batch {
 		h, ok := staged[p.ev.Tenant]
 		if !ok {
@@ -274,28 +364,9 @@ func (l *Log) commit(batch []*pending) {
 		raw, hash := p.tmpl.link(seq, h.Hash)
 		p.ev.Seq, p.ev.PrevHash, p.ev.Hash = seq, h.Hash, hash
 		staged[p.ev.Tenant] = Head{Seq: seq, Hash: hash}
-		events[i], raws[i] = p.ev, raw
+		entries[i] = Entry{Event: p.ev, Raw: raw, Record: p.rec}
 	}
-
-	start := time.Now()
-	err := l.store.Insert(ctx, events, raws)
-	l.m.commit.Observe(time.Since(start).Seconds())
-	if err != nil {
-		// The insert may have landed anyway (a lost commit acknowledgement):
-		// reload the heads rather than trust or advance ours.
-		l.stale = true
-		l.fail(batch, err)
-		return
-	}
-	l.headsMu.Lock()
-	for t, h := range staged {
-		l.heads[t] = h
-	}
-	l.headsMu.Unlock()
-	l.m.ok.Add(float64(len(batch)))
-	for _, p := range batch {
-		p.result <- nil
-	}
+	return staged, entries
 }
 
 func (l *Log) fail(batch []*pending, err error) {
@@ -325,9 +396,28 @@ func (l *Log) Get(ctx context.Context, tenant, id string) (*Event, error) {
 	return ev, storeErr(err)
 }
 
-// Ping reports whether the store can be reached (readiness).
+// Ping reports whether events can be committed (readiness): the store
+// answers, and its last write succeeded. While commits are failing it
+// probes the store with a write (Store.Probe), since an unready gateway
+// may get no traffic to prove otherwise: ErrCommitsFailing while that
+// fails too, nil (and the Log healthy again) once it succeeds.
 func (l *Log) Ping(ctx context.Context) error {
-	return storeErr(l.store.Ping(ctx))
+	if err := l.store.Ping(ctx); err != nil {
+		return storeErr(err)
+	}
+	gen, failing := l.health.get()
+	if failing == nil {
+		return nil
+	}
+	err := l.store.Probe(ctx)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // the caller gave up; no verdict
+	}
+	l.health.recordIf(gen, err)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCommitsFailing, err)
+	}
+	return nil
 }
 
 // storeErr passes the errors that mean something to callers and marks the

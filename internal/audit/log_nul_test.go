@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // A NUL in an indexed field is refused for that event alone; it never
 // fails the batch it would have shared with other callers.
 func TestNULInAnIndexedFieldIsRefusedAlone(t *testing.T) {
-	store, err := audit.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	db, err := store.Open(context.Background(), store.SQLite, filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	lg, err := audit.NewLog(store, audit.LogOptions{})
+	defer db.Close()
+	lg, err := audit.NewLog(db.Audit(), audit.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

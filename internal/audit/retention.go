@@ -67,28 +67,28 @@ type PruneResult struct {
 // erase the evidence. Verify reports the same chain as bad.
 var ErrBrokenChain = errors.New("audit: chain broken; not pruned")
 
-// pruneBatch bounds the events one prune transaction deletes, so that a
+// PruneBatch bounds the events one prune transaction deletes, so that a
 // first prune of a large store does not hold the write lock for long.
-const pruneBatch = 10000
+const PruneBatch = 10000
 
-// pruneTx is one store transaction as pruneStep needs it, scoped to one
-// (tenant, chain).
-type pruneTx interface {
-	// checkpoint returns the chain's checkpoint, if any.
-	checkpoint(ctx context.Context) (Checkpoint, bool, error)
-	// bounds returns the lowest and highest stored seq (ok false: none).
-	bounds(ctx context.Context) (first, head int64, ok bool, err error)
-	// firstYoung returns the lowest seq with time_ms >= cutoffMS.
-	firstYoung(ctx context.Context, cutoffMS int64) (int64, bool, error)
-	// hashAt returns the hash column of the event at seq.
-	hashAt(ctx context.Context, seq int64) (string, error)
-	// deleteRange deletes first..end and returns the rows deleted.
-	deleteRange(ctx context.Context, first, end int64) (int64, error)
-	// putCheckpoint inserts or replaces the chain's checkpoint.
-	putCheckpoint(ctx context.Context, c Checkpoint) error
+// PruneTx is one store transaction as PruneStep needs it, scoped to one
+// (tenant, chain). Stores implement it over their transactions.
+type PruneTx interface {
+	// Checkpoint returns the chain's checkpoint, if any.
+	Checkpoint(ctx context.Context) (Checkpoint, bool, error)
+	// Bounds returns the lowest and highest stored seq (ok false: none).
+	Bounds(ctx context.Context) (first, head int64, ok bool, err error)
+	// FirstYoung returns the lowest seq with time_ms >= cutoffMS.
+	FirstYoung(ctx context.Context, cutoffMS int64) (int64, bool, error)
+	// HashAt returns the hash column of the event at seq.
+	HashAt(ctx context.Context, seq int64) (string, error)
+	// DeleteRange deletes first..end and returns the rows deleted.
+	DeleteRange(ctx context.Context, first, end int64) (int64, error)
+	// PutCheckpoint inserts or replaces the chain's checkpoint.
+	PutCheckpoint(ctx context.Context, c Checkpoint) error
 }
 
-// pruneStep cuts at most max events off the front of one chain, keeping
+// PruneStep cuts at most max events off the front of one chain, keeping
 // every event at or after cutoffMS in seq order and the last event, and
 // moves the checkpoint to the cut. The caller commits when it succeeds
 // and rolls back otherwise. more reports that events older than the cutoff
@@ -97,12 +97,12 @@ type pruneTx interface {
 // The prefix cut is the longest one whose events are all older than the
 // cutoff: an event with an out-of-order time keeps the events after it, so
 // retention never deletes an event younger than the retention.
-func pruneStep(ctx context.Context, q pruneTx, tenant, chain string, cutoffMS, nowMS, max int64) (deleted int64, more bool, err error) {
-	cp, hasCP, err := q.checkpoint(ctx)
+func PruneStep(ctx context.Context, q PruneTx, tenant, chain string, cutoffMS, nowMS, max int64) (deleted int64, more bool, err error) {
+	cp, hasCP, err := q.Checkpoint(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	first, head, ok, err := q.bounds(ctx)
+	first, head, ok, err := q.Bounds(ctx)
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -117,7 +117,7 @@ func pruneStep(ctx context.Context, q pruneTx, tenant, chain string, cutoffMS, n
 		return 0, false, fmt.Errorf("%w: tenant %q chain %q starts at seq %d, want %d", ErrBrokenChain, tenant, chain, first, wantFirst)
 	}
 	end := head - 1 // the head stays, so that the chain continues from it
-	young, ok, err := q.firstYoung(ctx, cutoffMS)
+	young, ok, err := q.FirstYoung(ctx, cutoffMS)
 	if err != nil {
 		return 0, false, err
 	}
@@ -130,11 +130,11 @@ func pruneStep(ctx context.Context, q pruneTx, tenant, chain string, cutoffMS, n
 	if end < first {
 		return 0, false, nil
 	}
-	hash, err := q.hashAt(ctx, end)
+	hash, err := q.HashAt(ctx, end)
 	if err != nil {
 		return 0, false, err
 	}
-	n, err := q.deleteRange(ctx, first, end)
+	n, err := q.DeleteRange(ctx, first, end)
 	if err != nil {
 		return 0, false, err
 	}
@@ -143,19 +143,19 @@ func pruneStep(ctx context.Context, q pruneTx, tenant, chain string, cutoffMS, n
 	}
 	c := Checkpoint{Tenant: tenant, Chain: chain, Seq: end, Hash: hash, PrunedBeforeMS: cutoffMS, CreatedMS: nowMS}
 	c.CheckpointHash = ComputeCheckpointHash(c)
-	if err := q.putCheckpoint(ctx, c); err != nil {
+	if err := q.PutCheckpoint(ctx, c); err != nil {
 		return 0, false, err
 	}
 	return n, more, nil
 }
 
-// chainKey names one (tenant, chain).
-type chainKey struct{ tenant, chain string }
+// ChainKey names one (tenant, chain).
+type ChainKey struct{ Tenant, Chain string }
 
-// pruneChains runs step on every chain until it reports no more, one
+// PruneChains runs step on every chain until it reports no more, one
 // transaction per step. A broken chain is skipped and reported; any other
 // error stops the prune.
-func pruneChains(chains []chainKey, step func(chainKey) (int64, bool, error)) (PruneResult, error) {
+func PruneChains(chains []ChainKey, step func(ChainKey) (int64, bool, error)) (PruneResult, error) {
 	var res PruneResult
 	var broken []error
 	for _, k := range chains {

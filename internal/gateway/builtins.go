@@ -52,27 +52,10 @@ var families = []family{
 	},
 	{
 		names: []string{"task-create", "task-update", "task-get", "task-list"},
-		start: func(ctx context.Context, g *Gateway) ([]tools.Tool, error) {
-			// Tasks live in the audit database, so a restart or another
-			// replica sees them.
-			var st interface {
-				task.Store
-				Close() error
-			}
-			var err error
-			switch g.cfg.Audit.Driver {
-			case "sqlite":
-				st, err = task.OpenSQLite(ctx, g.cfg.Audit.DSN)
-			case "postgres":
-				st, err = task.OpenPostgres(ctx, g.cfg.Audit.DSN)
-			default:
-				err = fmt.Errorf("task tools need the sqlite or postgres audit driver")
-			}
-			if err != nil {
-				return nil, err
-			}
-			g.closers = append(g.closers, st.Close)
-			return task.Tools(st, task.Options{}), nil
+		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
+			// Tasks live in the gateway's database, so a restart or
+			// another replica sees them.
+			return task.Tools(g.db.Tasks(), task.Options{}), nil
 		},
 	},
 	{

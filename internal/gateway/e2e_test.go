@@ -481,7 +481,7 @@ func TestFailClosedWhenTheAuditStoreIsDown(t *testing.T) {
 		t.Fatalf("warm-up: %s", r.raw)
 	}
 	before := h.snapshot()
-	h.g.store.Close() // the database goes away underneath the gateway
+	h.g.db.Close() // the database goes away underneath the gateway
 	r := h.call(dev, "write-file", `{"arguments":{"path":"notes/x","content":"x"}}`)
 	if r.status != 503 || r.errCode() != "unavailable" {
 		t.Fatalf("call with audit down: %d %s", r.status, r.raw)

@@ -467,7 +467,7 @@ func TestExportInterruptedMidStreamEndsWithAnErrorLine(t *testing.T) {
 		t.Fatalf("first line is not a verifiable event: %.200s", first)
 	}
 
-	h.g.store.Close() // the database goes away mid-export
+	h.g.db.Close() // the database goes away mid-export
 	rest, err := io.ReadAll(br)
 	if err != nil {
 		t.Fatalf("the interrupted stream did not end cleanly: %v", err)

@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -36,7 +37,7 @@ type Gateway struct {
 	cfg        *config.Config
 	log        *slog.Logger
 	engine     *decision.Engine
-	store      audit.Store
+	db         *store.DB // the one database: audit, approvals, tasks
 	audit      *audit.Log
 	workspaces []*tools.Workspace
 	closers    []func() error // tool families' stores and supervisors
@@ -145,13 +146,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		return nil, err
 	}
 
-	// Audit.
-	g.store, err = OpenAuditStore(ctx, cfg)
+	// The database, opened (and migrated) once: every repository comes
+	// from it.
+	g.db, err = OpenStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	// Tools, in the order the configuration declares them (some families
-	// keep state in the audit database).
+	// keep state in the database).
 	reg, err := g.buildRegistry(ctx)
 	if err != nil {
 		return nil, err
@@ -168,13 +170,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		jwks = signer.JWKS()
 	}
 
-	approvals, err := OpenApprovalStore(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	g.closers = append(g.closers, approvals.Close)
-
-	g.audit, err = audit.NewLog(g.store, audit.LogOptions{
+	g.audit, err = audit.NewLog(g.db.Audit(), audit.LogOptions{
 		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
 		Logger: log, Registerer: g.registry,
 	})
@@ -194,7 +190,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
-		Approvals: approvals, ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
+		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL,
 	})
 	g.pipeline = pl
@@ -215,16 +211,15 @@ func (g *Gateway) confinementReport() any {
 	return g.jailStatus
 }
 
-// OpenAuditStore opens the configured audit store, applying its schema
-// migrations.
-func OpenAuditStore(ctx context.Context, cfg *config.Config) (audit.Store, error) {
-	switch cfg.Audit.Driver {
-	case "sqlite":
-		return audit.OpenSQLite(ctx, cfg.Audit.DSN)
-	case "postgres":
-		return audit.OpenPostgres(ctx, cfg.Audit.DSN)
+// OpenStore opens the configured database (audit.driver, audit.dsn) and
+// brings its schema up to date. opts add to what the configuration says
+// (store.ReadOnly for offline readers).
+func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...store.Option) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.Audit.Driver, cfg.Audit.DSN, append([]store.Option{store.WithLogger(log)}, opts...)...)
+	if errors.Is(err, store.ErrUnknownDriver) {
+		return nil, &config.Error{File: cfg.File, Key: "audit.driver", Problem: fmt.Sprintf("driver %q is not available in this build", cfg.Audit.Driver)}
 	}
-	return nil, &config.Error{File: cfg.File, Key: "audit.driver", Problem: fmt.Sprintf("driver %q is not available in this build", cfg.Audit.Driver)}
+	return db, err
 }
 
 // Handler is the gateway's HTTP handler.
@@ -313,8 +308,8 @@ func (g *Gateway) close() error {
 	if g.audit != nil {
 		errs = append(errs, g.audit.Close())
 	}
-	if g.store != nil {
-		errs = append(errs, g.store.Close())
+	if g.db != nil {
+		errs = append(errs, g.db.Close())
 	}
 	for _, ws := range g.workspaces {
 		errs = append(errs, ws.Close())

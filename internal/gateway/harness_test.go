@@ -51,6 +51,9 @@ type setup struct {
 	authYAML     string    // added under auth: (indented two spaces)
 	cacheSize    *int      // policy.decision_cache when set
 	logTo        io.Writer // receives the gateway's log at debug level
+	// auditYAML replaces the audit section's keys (default: SQLite at
+	// audit.db), indented by two.
+	auditYAML string
 }
 
 var (
@@ -114,6 +117,9 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	if s.policySource == "" {
 		s.policySource = "  dir: policies\n"
 	}
+	if s.auditYAML == "" {
+		s.auditYAML = "  driver: sqlite\n  dsn: audit.db\n"
+	}
 	if s.cacheSize != nil {
 		s.policyYAML += fmt.Sprintf("  decision_cache: %d\n", *s.cacheSize)
 	}
@@ -121,9 +127,7 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 policy:
 %s  reload_debounce: 20ms
 %saudit:
-  driver: sqlite
-  dsn: audit.db
-auth:
+%sauth:
   jwt:
     hs256_secret_file: secret
 %stenants:
@@ -133,7 +137,7 @@ auth:
     workspace: ws/globex
 %slimits:
   max_body_bytes: 65536
-%s%s`, s.policySource, s.policyYAML, s.authYAML, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
+%s%s`, s.policySource, s.policyYAML, s.auditYAML, s.authYAML, s.acmeYAML, s.toolsYAML, s.limitYAML, s.extraYAML)
 	cfgFile := filepath.Join(dir, "gateway.yaml")
 	must(t, os.WriteFile(cfgFile, []byte(yaml), 0o644))
 	cfg, err := config.Load(cfgFile)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 func TestPruneIntervalIsATenthOfRetentionAtMostHourly(t *testing.T) {
@@ -67,11 +68,11 @@ func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
 	// Events two hours old on a chain of their own, as an earlier replica
 	// would have left them.
 	dsn := filepath.Join(h.dir, "audit.db")
-	store, err := audit.OpenSQLite(ctx, dsn)
+	db, err := store.Open(ctx, store.SQLite, dsn)
 	must(t, err)
-	defer store.Close()
+	defer db.Close()
 	old := time.Now().Add(-2 * time.Hour)
-	seed, err := audit.NewLog(store, audit.LogOptions{Chain: "seed", Now: func() time.Time { return old }})
+	seed, err := audit.NewLog(db.Audit(), audit.LogOptions{Chain: "seed", Now: func() time.Time { return old }})
 	must(t, err)
 	for range 4 {
 		must(t, seed.Append(ctx, &audit.Event{Tenant: "acme", Tool: "read-file", Phase: audit.PhaseDecision, Outcome: "allow"}))
@@ -97,7 +98,7 @@ func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
 
 	// Waits for a state, asserts nothing about time.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		cps, err := store.Checkpoints(ctx, "acme")
+		cps, err := db.Audit().Checkpoints(ctx, "acme")
 		must(t, err)
 		if cp, ok := cps["seed"]; ok {
 			if cp.Seq != 3 {

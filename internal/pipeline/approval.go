@@ -75,21 +75,18 @@ func (p *Pipeline) holdFor(c *call, outcome string, dec decision.Decision) *held
 	return &held{id: p.o.NewID(), expires: p.o.Now().Add(ttl)}
 }
 
-// hold stores the frozen call after its decision event committed. The
-// stored document is unmasked: it is what an approval re-prepares.
-func (p *Pipeline) hold(ctx context.Context, c *call, h *held, ev *audit.Event, dec decision.Decision) error {
-	a := &approval.Approval{
+// heldApproval is the frozen call that commits with its decision event
+// (audit.Log.AppendWith), so that an audited approval id always exists and
+// an approval never exists without its decision. The stored document is
+// unmasked: it is what an approval re-prepares.
+func (p *Pipeline) heldApproval(c *call, h *held, ev *audit.Event, dec decision.Decision) *approval.Approval {
+	return &approval.Approval{
 		ID: h.id, Tenant: ev.Tenant, CallID: c.callID, DecisionID: c.decisionID, SessionID: c.req.SessionID,
 		Principal: ev.Principal, Client: ev.Client, Tool: c.spec.Name, Action: c.spec.Action,
 		Digest: c.prepared.Digest(), PolicyRevision: c.rev.ID(),
 		Document: c.prepared.Document(), Input: ev.Input, Reasons: append([]string{}, dec.Reasons...),
 		Obligations: dec.Obligations.Raw, CreatedAt: p.o.Now(), ExpiresAt: h.expires,
 	}
-	if err := p.o.Approvals.Create(ctx, a); err != nil {
-		p.o.Logger.Error("held call not stored; failing closed", "tenant", a.Tenant, "call_id", a.CallID, "err", err)
-		return fmt.Errorf("%w: %v", ErrAudit, err)
-	}
-	return nil
 }
 
 // ApprovalStep is an approver acting on a held call.

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,12 +31,7 @@ func holdingFixture(t *testing.T, data string) (*fixture, *probeTool) {
 		policy["data.json"] = data
 	}
 	f := newFixture(t, policy, probe)
-	st, err := approval.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	f.pl.o.Approvals, f.pl.o.ApprovalTTL = st, time.Hour
+	f.pl.o.Approvals, f.pl.o.ApprovalTTL = f.db.Approvals(), time.Hour
 	f.pl.o.Now = func() time.Time { return t0 }
 	return f, probe
 }

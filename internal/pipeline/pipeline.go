@@ -74,8 +74,11 @@ type Options struct {
 	// TenantConcurrency bounds how many calls of one tenant's batches run
 	// at once (default DefaultTenantConcurrency).
 	TenantConcurrency int
-	// Approvals keeps calls held for a human; nil answers
-	// approval_required without holding anything.
+	// Approvals keeps calls held for a human and ask-user questions; nil
+	// answers approval_required without holding anything. It must be the
+	// repository of the database Audit's store writes to: a held call's
+	// approval and an ask-user question are written in the transaction of
+	// the event that announces them (audit.Log.AppendWith).
 	Approvals approval.Store
 	// ApprovalTTL is how long a held call waits; default 1h. A policy
 	// obligation (approval_ttl_ms) may shorten it.
@@ -411,10 +414,12 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	ev.Obligations = dec.Obligations.Raw
 	ev.Shadow = p.o.Shadow.compare(shadow, dec)
 	h := p.holdFor(c, outcome, dec)
+	var held any // the approval commits with its decision event, or neither does
 	if h != nil {
 		ev.Approval = h.info()
+		held = p.heldApproval(c, h, ev, dec)
 	}
-	if err := p.append(ctx, c, ev); err != nil {
+	if err := p.append(ctx, c, ev, held); err != nil {
 		return Response{}, nil, err
 	}
 	c.decided, c.input = true, ev.Input
@@ -431,9 +436,6 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	case OutcomeApprovalRequired:
 		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
 		if h != nil {
-			if err := p.hold(ctx, c, h, ev, dec); err != nil {
-				return Response{}, nil, err
-			}
 			resp.Data = h.data()
 		}
 		return resp, nil, nil
@@ -450,10 +452,10 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response {
 	id := c.req.Identity
 	out := p.o.Invoker.Invoke(ctx, a.prepared, a.dec.Obligations)
-	var asked *audit.QuestionInfo
+	var question *approval.Question
 	tool, _ := p.o.Registry.Lookup(c.spec.Name)
 	if q, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
-		out, asked = p.ask(ctx, c, q, a, out)
+		out, question = p.ask(c, q, a, out)
 	}
 	c.durations["invoke"] = out.Duration.Microseconds()
 	p.o.Metrics.StageDuration.WithLabelValues("invoke").Observe(out.Duration.Seconds())
@@ -468,18 +470,35 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		resp.Outcome, resp.Content, resp.IsError = OutcomeCanceled, TextCanceled, true
 		resp.Data = map[string]any{"started": true, "effects": EffectsNotUndone}
 		resp.Permanent = false
+		question = nil // nobody will wait for its answer
 	}
 	res := p.event(c, audit.PhaseResult, resp.Outcome, reasons)
 	res.Input = a.input
 	res.Result = &audit.ResultInfo{IsError: out.IsError, Bytes: out.Bytes, Truncated: out.Truncated}
-	res.Question = asked
 	if out.Err != nil {
 		res.Result.Error = out.Err.Error()
 		p.o.Logger.Warn("tool failed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", out.Err)
 	}
 	// The effect happened: its result is recorded even when the caller (or
 	// a failed batch sibling) canceled the context meanwhile.
-	if err := p.o.Audit.Append(context.WithoutCancel(ctx), res); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if question != nil {
+		// The question commits with the result event that announces it,
+		// or neither exists.
+		res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
+		err := p.o.Audit.AppendWith(ctx, res, question)
+		if err == nil {
+			return resp
+		}
+		// The model must not wait for an answer that can never come: the
+		// call fails, and its result event says so, without the question.
+		p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
+		resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
+		res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
+		res.Input = a.input
+		res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
+	}
+	if err := p.o.Audit.Append(ctx, res); err != nil {
 		// The decision event is committed; failing the response now would
 		// only invite a retry of the effect.
 		p.o.Metrics.ResultAuditLost.Inc()
@@ -501,7 +520,7 @@ func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons 
 	} else {
 		ev.Input = map[string]any{"tool": map[string]any{"name": c.req.Tool}}
 	}
-	if err := p.append(ctx, c, ev); err != nil {
+	if err := p.append(ctx, c, ev, nil); err != nil {
 		return Response{}, err
 	}
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: outcome, IsError: true}
@@ -553,14 +572,22 @@ func (p *Pipeline) event(c *call, phase, outcome string, reasons []string) *audi
 	return ev
 }
 
-func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event) error {
+// append commits a decision event, with rec (a held call's approval) in
+// the same transaction when it is not nil.
+func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event, rec any) error {
 	t0 := time.Now()
-	err := p.o.Audit.Append(ctx, ev)
+	var err error
+	if rec != nil {
+		err = p.o.Audit.AppendWith(ctx, ev, rec)
+	} else {
+		err = p.o.Audit.Append(ctx, ev)
+	}
 	p.o.Metrics.StageDuration.WithLabelValues("audit").Observe(time.Since(t0).Seconds())
 	if err == nil {
 		return nil
 	}
-	p.o.Logger.Error("decision event not written; failing closed", "tenant", ev.Tenant, "call_id", c.callID, "err", err)
+	p.o.Logger.Error("decision event not written; failing closed", "tenant", ev.Tenant, "call_id", c.callID,
+		"held", rec != nil, "err", err)
 	if errors.Is(err, audit.ErrOverloaded) {
 		return fmt.Errorf("%w: %v", ErrOverloaded, err)
 	}

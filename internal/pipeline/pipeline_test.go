@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/workspace"
 )
@@ -75,7 +76,9 @@ func (p *probeTool) Run(ctx context.Context, _ *tools.Env, a any, _ tools.Limits
 
 type fixture struct {
 	pl    *Pipeline
-	store *audit.SQLiteStore
+	db    *store.DB
+	path  string // of the database file
+	store audit.Store
 	log   *audit.Log
 	ws    string
 }
@@ -94,15 +97,15 @@ func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixtu
 	}
 	eng := decision.NewEngine(decision.Options{Dir: pdir})
 	_ = eng.Load(context.Background()) // some tests want no policy at all
-	store, err := audit.OpenSQLite(context.Background(), filepath.Join(dir, "audit.db"))
+	db, err := store.Open(context.Background(), store.SQLite, filepath.Join(dir, "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lg, err := audit.NewLog(store, audit.LogOptions{})
+	lg, err := audit.NewLog(db.Audit(), audit.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { lg.Close(); store.Close() })
+	t.Cleanup(func() { lg.Close(); db.Close() })
 	wsDir := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(wsDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -124,7 +127,7 @@ func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixtu
 		Registry: reg, Envs: map[string]*tools.Env{"acme": {Tenant: "acme", Workspace: ws}},
 		Engine: eng, Preparer: prep, Invoker: invoke.New(invoke.Options{}), Audit: lg,
 	})
-	return &fixture{pl: pl, store: store, log: lg, ws: wsDir}
+	return &fixture{pl: pl, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
 }
 
 var alice = &auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}}
@@ -190,7 +193,7 @@ func TestDecisionEventIsDurableBeforeTheToolRuns(t *testing.T) {
 func TestAuditStoreDownMeansNothingRuns(t *testing.T) {
 	probe := newProbe()
 	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAllow}, probe)
-	f.store.Close()
+	f.db.Close()
 	_, err := f.pl.Call(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
 	if !errors.Is(err, ErrAudit) {
 		t.Fatalf("err = %v, want ErrAudit", err)

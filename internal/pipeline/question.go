@@ -43,13 +43,14 @@ type asker interface {
 	UserQuestion(data map[string]any) (text string, options []string, ok bool)
 }
 
-// ask stores the question an ask-user call produced, after its decision
-// event committed, and shapes the awaiting_user outcome. A question that
-// cannot be stored fails the call (tool_error): the model must not wait
-// for an answer that can never come.
-func (p *Pipeline) ask(ctx context.Context, c *call, a asker, auth *authorized, out invoke.Outcome) (invoke.Outcome, *audit.QuestionInfo) {
+// ask shapes the awaiting_user outcome of an ask-user call and the
+// question it asked. The question is not stored here: it commits with the
+// call's result event (see execute). A call whose question cannot be made
+// fails (tool_error): the model must not wait for an answer that can never
+// come.
+func (p *Pipeline) ask(c *call, a asker, auth *authorized, out invoke.Outcome) (invoke.Outcome, *approval.Question) {
 	dec, id := auth.dec, c.req.Identity
-	failed := func(err error) (invoke.Outcome, *audit.QuestionInfo) {
+	failed := func(err error) (invoke.Outcome, *approval.Question) {
 		return invoke.Outcome{Outcome: invoke.OutcomeToolError, Content: invoke.ToolFailed, IsError: true, Err: err, Duration: out.Duration}, nil
 	}
 	text, options, ok := a.UserQuestion(out.Data)
@@ -70,16 +71,10 @@ func (p *Pipeline) ask(ctx context.Context, c *call, a asker, auth *authorized, 
 		Digest: auth.prepared.Digest(), PolicyRevision: c.rev.ID(), Document: auth.prepared.Document(), Input: auth.input,
 		Text: text, Options: options, CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
-	if err := p.o.Approvals.CreateQuestion(ctx, q); err != nil {
-		p.o.Logger.Error("question not stored", "tenant", q.Tenant, "call_id", q.CallID, "err", err)
-		return failed(fmt.Errorf("question not stored: %w", err))
-	}
-	expires := audit.FormatTime(q.ExpiresAt)
 	return invoke.Outcome{
-			Outcome: OutcomeAwaitingUser, Content: TextAwaitingUser, Bytes: out.Bytes, Duration: out.Duration,
-			Data: map[string]any{"question_id": q.ID, "expires_at": expires},
-		},
-		&audit.QuestionInfo{ID: q.ID, ExpiresAt: expires}
+		Outcome: OutcomeAwaitingUser, Content: TextAwaitingUser, Bytes: out.Bytes, Duration: out.Duration,
+		Data: map[string]any{"question_id": q.ID, "expires_at": audit.FormatTime(q.ExpiresAt)},
+	}, q
 }
 
 // AnswerStep is someone answering a question.

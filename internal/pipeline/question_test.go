@@ -3,13 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/tools/ask"
@@ -36,11 +34,7 @@ func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 func askingFixture(t *testing.T) (*fixture, *clock) {
 	t.Helper()
 	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": authzAnswer}, ask.New())
-	st, err := approval.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := f.db.Approvals()
 	c := &clock{}
 	c.ms.Store(t0.UnixMilli())
 	f.pl.o.Approvals, f.pl.o.QuestionTTL, f.pl.o.Now = st, time.Hour, c.now

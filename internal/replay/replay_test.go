@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/replay"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // candidate allows reads and globs (globs after approval), and writes
@@ -46,12 +47,12 @@ type seed struct {
 func TestReplayCountsMatchAHandComputedExpectation(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := audit.OpenSQLite(ctx, filepath.Join(dir, "audit.db"))
+	db, err := store.Open(ctx, store.SQLite, filepath.Join(dir, "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	lg, err := audit.NewLog(store, audit.LogOptions{})
+	defer db.Close()
+	lg, err := audit.NewLog(db.Audit(), audit.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,11 @@ type fixture struct {
 }
 
 // newFixture opens a store, wraps it with wrap (may be nil) and starts a Log
-// with opts. The Log closes before the store at the end of the test.
+// with opts. The Log closes at the end of the test, before the store (whose
+// opener registered its cleanup first).
 func newFixture(t *testing.T, open func(t *testing.T) audit.Store, wrap func(audit.Store) audit.Store, opts audit.LogOptions) *fixture {
 	t.Helper()
 	s := open(t)
-	t.Cleanup(func() { s.Close() })
 	f := &fixture{t: t, ctx: t.Context(), store: s, reg: prometheus.NewRegistry()}
 	var under audit.Store = s
 	if wrap != nil {

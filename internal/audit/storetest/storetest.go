@@ -54,6 +54,8 @@ func Run(t *testing.T, open func(t *testing.T) audit.Store) {
 		{"tenants never see each other's events", testTenantIsolation},
 		{"a failed insert writes nothing and the chain continues", testInsertFailure},
 		{"a commit with a lost acknowledgement is continued from the store", testLostAck},
+		{"ping reports failing commits until a probe or a commit succeeds", testCommitHealth},
+		{"a record the store refuses fails its own event and no other", testRefusedRecord},
 		{"a full queue refuses appends with ErrOverloaded", testOverloaded},
 		{"an append abandoned by its context may still commit", testAbandoned},
 		{"close drains queued appends and later appends fail", testClose},
@@ -832,4 +834,108 @@ func testClose(t *testing.T, open func(*testing.T) audit.Store) {
 		t.Fatalf("second Close: %v", err)
 	}
 	f.mustVerify("acme", queued+1)
+}
+
+func testCommitHealth(t *testing.T, open func(*testing.T) audit.Store) {
+	var fs *faultyStore
+	f := newFixture(t, open, func(s audit.Store) audit.Store {
+		fs = &faultyStore{Store: s}
+		return fs
+	}, audit.LogOptions{})
+	f.appendN("acme", 1)
+	if err := f.log.Ping(f.ctx); err != nil {
+		t.Fatalf("Ping while commits succeed: %v", err)
+	}
+	if err := fs.Store.Probe(f.ctx); err != nil {
+		t.Fatalf("Probe on a healthy store: %v", err)
+	}
+
+	// Commits fail while reads still work: a full disk, a read-only file.
+	fs.set(faultBefore, false)
+	if err := f.log.Append(f.ctx, event("acme", 1)); !errors.Is(err, audit.ErrUnavailable) {
+		t.Fatalf("Append = %v, want ErrUnavailable", err)
+	}
+	for range 2 {
+		if err := f.log.Ping(f.ctx); !errors.Is(err, audit.ErrCommitsFailing) || !errors.Is(err, audit.ErrUnavailable) {
+			t.Fatalf("Ping while commits fail = %v, want ErrCommitsFailing", err)
+		}
+	}
+
+	// The store heals: the probe of the next Ping sees it, with no append.
+	fs.set(faultNone, false)
+	if err := f.log.Ping(f.ctx); err != nil {
+		t.Fatalf("Ping once writes succeed again: %v", err)
+	}
+	f.appendN("acme", 1)
+	f.mustVerify("acme", 2)
+
+	// A failing batch makes Ping fail again; a successful one clears it
+	// even when no probe ran in between.
+	fs.set(faultBefore, false)
+	if err := f.log.Append(f.ctx, event("acme", 3)); !errors.Is(err, audit.ErrUnavailable) {
+		t.Fatalf("Append = %v, want ErrUnavailable", err)
+	}
+	fs.set(faultNone, false)
+	f.appendN("acme", 1)
+	if err := f.log.Ping(f.ctx); err != nil {
+		t.Fatalf("Ping after a successful commit: %v", err)
+	}
+	f.mustVerify("acme", 3)
+}
+
+// unknownRecord is a record no store keeps.
+type unknownRecord struct{ Name string }
+
+func testRefusedRecord(t *testing.T, open func(*testing.T) audit.Store) {
+	var gs *gatedStore
+	f := newFixture(t, open, func(s audit.Store) audit.Store {
+		gs = newGatedStore(s)
+		return gs
+	}, audit.LogOptions{})
+	t.Cleanup(gs.open)
+
+	// Hold the writer so that the refused record shares a batch with
+	// other callers' events, before and after it in the chain.
+	first := make(chan error, 1)
+	go func() { first <- f.log.Append(f.ctx, event("acme", 0)) }()
+	<-gs.entered
+	const others = 4
+	results := make(chan error, others)
+	var refused error
+	refusedEv := event("acme", 99)
+	done := make(chan struct{})
+	for i := range others {
+		go func() { results <- f.log.Append(f.ctx, event("acme", i+1)) }()
+		if i == 1 {
+			go func() {
+				refused = f.log.AppendWith(f.ctx, refusedEv, &unknownRecord{"x"})
+				close(done)
+			}()
+		}
+	}
+	f.waitFor("the queue to fill", func() bool { return f.metric(audit.MetricQueueDepth) == others+1 })
+	gs.open()
+	if err := <-first; err != nil {
+		t.Fatalf("first Append: %v", err)
+	}
+	for range others {
+		if err := <-results; err != nil {
+			t.Fatalf("Append batched with a refused record = %v, want success", err)
+		}
+	}
+	<-done
+	var re *audit.RecordError
+	if !errors.Is(refused, audit.ErrUnavailable) || !errors.As(refused, &re) {
+		t.Fatalf("AppendWith(unknown record) = %v, want ErrUnavailable wrapping a *RecordError", refused)
+	}
+	if _, err := f.log.Get(f.ctx, "acme", refusedEv.ID); !errors.Is(err, audit.ErrNotFound) {
+		t.Fatalf("the event of the refused record is stored: %v", err)
+	}
+	if refusedEv.Seq != 0 || refusedEv.Hash != "" {
+		t.Fatalf("refused AppendWith filled seq %d hash %q", refusedEv.Seq, refusedEv.Hash)
+	}
+	f.mustVerify("acme", others+1)
+	if err := f.log.Ping(f.ctx); err != nil {
+		t.Fatalf("a refused record is not a failing store: Ping = %v", err)
+	}
 }

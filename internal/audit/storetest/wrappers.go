@@ -47,7 +47,7 @@ func (s *faultyStore) set(f fault, headsFail bool) {
 	s.mu.Unlock()
 }
 
-func (s *faultyStore) Insert(ctx context.Context, events []*audit.Event, raw [][]byte) error {
+func (s *faultyStore) Insert(ctx context.Context, entries []audit.Entry) error {
 	s.mu.Lock()
 	f := s.insert
 	s.mu.Unlock()
@@ -55,20 +55,31 @@ func (s *faultyStore) Insert(ctx context.Context, events []*audit.Event, raw [][
 	case faultBefore:
 		return errUnreachable
 	case faultMidway:
-		dup := *events[0]
-		dup.Seq = events[len(events)-1].Seq + 1000
-		err := s.Store.Insert(ctx, append(slices.Clone(events), &dup), append(slices.Clone(raw), raw[0]))
+		dup := *entries[0].Event
+		dup.Seq = entries[len(entries)-1].Event.Seq + 1000
+		err := s.Store.Insert(ctx, append(slices.Clone(entries), audit.Entry{Event: &dup, Raw: entries[0].Raw}))
 		if err == nil {
 			return errors.New("storetest: store accepted a duplicate event id")
 		}
 		return err
 	case faultAfter:
-		if err := s.Store.Insert(ctx, events, raw); err != nil {
+		if err := s.Store.Insert(ctx, entries); err != nil {
 			return err
 		}
 		return errLostAck
 	}
-	return s.Store.Insert(ctx, events, raw)
+	return s.Store.Insert(ctx, entries)
+}
+
+// Probe fails while the store is unreachable, like Insert.
+func (s *faultyStore) Probe(ctx context.Context) error {
+	s.mu.Lock()
+	f := s.insert
+	s.mu.Unlock()
+	if f == faultBefore {
+		return errUnreachable
+	}
+	return s.Store.Probe(ctx)
 }
 
 func (s *faultyStore) Heads(ctx context.Context, chain string) (map[string]audit.Head, error) {
@@ -96,11 +107,11 @@ func newGatedStore(s audit.Store) *gatedStore {
 
 func (s *gatedStore) open() { s.once.Do(func() { close(s.release) }) }
 
-func (s *gatedStore) Insert(ctx context.Context, events []*audit.Event, raw [][]byte) error {
+func (s *gatedStore) Insert(ctx context.Context, entries []audit.Entry) error {
 	select {
 	case s.entered <- struct{}{}:
 	default:
 	}
 	<-s.release
-	return s.Store.Insert(ctx, events, raw)
+	return s.Store.Insert(ctx, entries)
 }

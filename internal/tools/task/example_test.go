@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/task"
 )
 
-// The task store lives in the audit database file; the four tools share it.
+// The task store lives in the gateway's database (internal/store); the four
+// tools share it.
 func Example() {
 	dir, err := os.MkdirTemp("", "toolgate-task-example")
 	if err != nil {
@@ -21,12 +23,12 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	store, err := task.OpenSQLite(ctx, filepath.Join(dir, "audit.db"))
+	db, err := store.Open(ctx, store.SQLite, filepath.Join(dir, "audit.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
-	ts := task.Tools(store, task.Options{
+	defer db.Close()
+	ts := task.Tools(db.Tasks(), task.Options{
 		Now:   func() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) },
 		NewID: func() string { return "task_abcdefghijkl" },
 	})

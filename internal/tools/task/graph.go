@@ -2,12 +2,14 @@ package task
 
 import "slices"
 
-// createsCycle reports whether making id blocked by deps would close a
+// CreatesCycle reports whether making id blocked by deps would close a
 // dependency cycle, given every task's current dependencies in edges
 // (task id → the ids it is blocked by). A cycle closes exactly when id is
 // among deps or some dep is already, directly or transitively, blocked by
 // id. The walk visits each task once, so it is linear in the session.
-func createsCycle(edges map[string][]string, id string, deps []string) bool {
+// Stores call it with the session's edges read in the transaction that
+// writes.
+func CreatesCycle(edges map[string][]string, id string, deps []string) bool {
 	seen := make(map[string]bool, len(edges))
 	stack := append([]string(nil), deps...)
 	for len(stack) > 0 {
@@ -25,9 +27,9 @@ func createsCycle(edges map[string][]string, id string, deps []string) bool {
 	return false
 }
 
-// newDeps returns the ids of next not in prev: only new edges can close a
+// NewDeps returns the ids of next not in prev: only new edges can close a
 // cycle or name a task that does not exist.
-func newDeps(prev, next []string) []string {
+func NewDeps(prev, next []string) []string {
 	var out []string
 	for _, d := range next {
 		if !slices.Contains(prev, d) {

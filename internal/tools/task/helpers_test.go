@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/task"
 )
@@ -18,7 +19,7 @@ import (
 // fixture is a store on a real SQLite file and the four tools over it.
 type fixture struct {
 	path    string
-	store   *task.SQLiteStore
+	store   handle
 	opts    task.Options
 	tools   map[string]tools.Tool
 	schemas map[string]*jsonschema.Schema
@@ -33,15 +34,27 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func openStore(t testing.TB, path string) *task.SQLiteStore {
-	t.Helper()
-	s, err := task.OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatalf("OpenSQLite: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+// handle is the task repository of a database the test opened, with the
+// database's Close.
+type handle struct {
+	task.Store
+	db *store.DB
 }
+
+func (h handle) Close() error { return h.db.Close() }
+
+// openDB opens a database that closes when the test ends.
+func openDB(t testing.TB, driver, dsn string) handle {
+	t.Helper()
+	db, err := store.Open(context.Background(), driver, dsn)
+	if err != nil {
+		t.Fatalf("store.Open(%s): %v", driver, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return handle{db.Tasks(), db}
+}
+
+func openStore(t testing.TB, path string) handle { return openDB(t, store.SQLite, path) }
 
 func newFixture(t testing.TB, opts task.Options) *fixture {
 	t.Helper()
@@ -54,7 +67,7 @@ func fixtureOn(t testing.TB, path string, opts task.Options) *fixture {
 	return fixtureFor(t, path, openStore(t, path), opts)
 }
 
-func fixtureFor(t testing.TB, path string, s *task.SQLiteStore, opts task.Options) *fixture {
+func fixtureFor(t testing.TB, path string, s handle, opts task.Options) *fixture {
 	t.Helper()
 	f := &fixture{path: path, store: s, opts: opts, tools: map[string]tools.Tool{}, schemas: map[string]*jsonschema.Schema{}}
 	for _, tool := range task.Tools(f.store, opts) {

@@ -7,36 +7,19 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/tools/task"
-	"github.com/toolgate/toolgate/internal/tools/task/tasktest"
 )
 
-func openPostgres(t testing.TB, dsn string) *task.PostgresStore {
-	t.Helper()
-	s, err := task.OpenPostgres(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("OpenPostgres: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func TestPostgresStoreConformance(t *testing.T) {
-	tasktest.StoreSuite(t, func(t *testing.T) task.Store {
-		return openPostgres(t, pgtest.DSN(t))
-	})
-}
+func openPostgres(t testing.TB, dsn string) handle { return openDB(t, store.Postgres, dsn) }
 
 // Two stores with their own pools stand for two gateway replicas: the
 // limit holds across them because both take the session's advisory lock.
 func TestPostgresConcurrentCreatesNeverExceedTheLimitAcrossReplicas(t *testing.T) {
 	const max, workers = 10, 40
 	dsn := pgtest.DSN(t)
-	replicas := []*task.PostgresStore{openPostgres(t, dsn), openPostgres(t, dsn)}
+	replicas := []handle{openPostgres(t, dsn), openPostgres(t, dsn)}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for i := range workers {
@@ -92,108 +75,6 @@ func TestPostgresTasksSurviveReopeningTheStore(t *testing.T) {
 	}
 	if _, err := s.Update(ctx, "acme", "s-1", next); !errors.Is(err, task.ErrConflict) {
 		t.Fatalf("second Update at the same version = %v, want ErrConflict", err)
-	}
-}
-
-func TestPostgresTaskSchemaIsVersioned(t *testing.T) {
-	ctx := t.Context()
-	dsn := pgtest.DSN(t)
-	applied, err := task.MigratePostgres(ctx, dsn)
-	if err != nil || len(applied) == 0 || applied[0] != "0001_tasks.sql" {
-		t.Fatalf("MigratePostgres on an empty schema = %v, %v", applied, err)
-	}
-	if again, err := task.MigratePostgres(ctx, dsn); err != nil || len(again) != 0 {
-		t.Fatalf("MigratePostgres when current = %v, %v; want nothing applied", again, err)
-	}
-	openPostgres(t, dsn).Close() // already current: a no-op
-
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, `INSERT INTO task_schema_migrations (version, name) VALUES (999, 'future')`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := task.OpenPostgres(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("OpenPostgres on a newer schema = %v, want a refusal", err)
-	}
-	if _, err := task.MigratePostgres(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("MigratePostgres on a newer schema = %v, want a refusal", err)
-	}
-}
-
-func TestPostgresReplicasStartingTogetherMigrateTheTasksOnce(t *testing.T) {
-	const replicas = 6
-	dsn := pgtest.DSN(t)
-	var wg sync.WaitGroup
-	errs := make([]error, replicas)
-	for i := range replicas {
-		wg.Go(func() {
-			s, err := task.OpenPostgres(context.Background(), dsn)
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("replica %d: %v", i, err)
-		}
-	}
-}
-
-func TestPostgresTheStoreSharesTheAuditDatabase(t *testing.T) {
-	ctx := t.Context()
-	for _, taskFirst := range []bool{true, false} {
-		dsn := pgtest.DSN(t)
-		var ts *task.PostgresStore
-		if taskFirst {
-			ts = openPostgres(t, dsn)
-		}
-		as, err := audit.OpenPostgres(ctx, dsn)
-		if err != nil {
-			t.Fatalf("audit.OpenPostgres (task tables first: %v): %v", taskFirst, err)
-		}
-		t.Cleanup(func() { as.Close() })
-		if !taskFirst {
-			ts = openPostgres(t, dsn)
-		}
-		log, err := audit.NewLog(as, audit.LogOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev := &audit.Event{Tenant: "acme", Principal: "alice", Tool: "task-create", Action: "task.create",
-			Phase: audit.PhaseDecision, Outcome: "allow", SessionID: "s-1", CallID: "c-1", DecisionID: "d-1"}
-		if err := log.Append(ctx, ev); err != nil {
-			t.Fatalf("audit append beside the task tables: %v", err)
-		}
-		if _, err := ts.Create(ctx, "acme", "s-1", task.Task{ID: "task_aaaaaaaaaaaa", Subject: "x", Status: task.StatusPending, Owner: "alice"}, 10); err != nil {
-			t.Fatalf("task create beside the audit tables: %v", err)
-		}
-		if res, err := log.Verify(ctx, "acme"); err != nil || !res.OK {
-			t.Fatalf("audit verify: %+v, %v", res, err)
-		}
-		log.Close()
-		if err := as.Ping(ctx); err != nil {
-			t.Fatalf("audit ping: %v", err)
-		}
-		if err := ts.Ping(ctx); err != nil {
-			t.Fatalf("task ping: %v", err)
-		}
-	}
-}
-
-func TestPostgresDSNErrorsDoNotEchoTheDSN(t *testing.T) {
-	for _, dsn := range []string{"postgres://u:hunter2@[::1", "host=127.0.0.1 password=hunter2 port=notaport"} {
-		if _, err := task.OpenPostgres(t.Context(), dsn); err == nil || strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("OpenPostgres(bad dsn) = %v; want an error without the password", err)
-		}
-		if _, err := task.MigratePostgres(t.Context(), dsn); err == nil || strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("MigratePostgres(bad dsn) = %v; want an error without the password", err)
-		}
 	}
 }
 

@@ -2,24 +2,14 @@ package task_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/task"
-	"github.com/toolgate/toolgate/internal/tools/task/tasktest"
 )
-
-func TestSQLiteStoreConformance(t *testing.T) {
-	tasktest.StoreSuite(t, func(t *testing.T) task.Store {
-		return openStore(t, filepath.Join(t.TempDir(), "audit.db"))
-	})
-}
 
 func TestTasksSurviveClosingAndReopeningTheStore(t *testing.T) {
 	// Folders that do not exist yet and characters a naive DSN would misread.
@@ -43,66 +33,6 @@ func TestTasksSurviveClosingAndReopeningTheStore(t *testing.T) {
 	}
 	// The reopened store keeps enforcing versions from where they were.
 	g.mustTask(t, "task-update", e, `{"task_id":"`+a.ID+`","status":"pending"}`)
-}
-
-func TestTheStoreSharesTheAuditDatabaseFile(t *testing.T) {
-	ctx := t.Context()
-	for _, taskFirst := range []bool{true, false} {
-		path := filepath.Join(t.TempDir(), "audit.db")
-		var ts *task.SQLiteStore
-		if taskFirst {
-			ts = openStore(t, path)
-		}
-		as, err := audit.OpenSQLite(ctx, path)
-		if err != nil {
-			t.Fatalf("audit.OpenSQLite (task tables first: %v): %v", taskFirst, err)
-		}
-		t.Cleanup(func() { as.Close() })
-		if !taskFirst {
-			ts = openStore(t, path)
-		}
-		log, err := audit.NewLog(as, audit.LogOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := fixtureFor(t, path, ts, task.Options{})
-		ev := &audit.Event{Tenant: "acme", Principal: "alice", Tool: "task-create", Action: "task.create",
-			Phase: audit.PhaseDecision, Outcome: "allow", SessionID: "s-1", CallID: "c-1", DecisionID: "d-1"}
-		if err := log.Append(ctx, ev); err != nil {
-			t.Fatalf("audit append beside the task tables: %v", err)
-		}
-		f.mustTask(t, "task-create", env("acme", "s-1"), `{"subject":"x"}`)
-		if res, err := log.Verify(ctx, "acme"); err != nil || !res.OK {
-			t.Fatalf("audit verify: %+v, %v", res, err)
-		}
-		log.Close()
-		if err := as.Ping(ctx); err != nil {
-			t.Fatalf("audit ping: %v", err)
-		}
-		if err := ts.Ping(ctx); err != nil {
-			t.Fatalf("task ping: %v", err)
-		}
-	}
-}
-
-func TestANewerTaskSchemaIsRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.db")
-	s := openStore(t, path)
-	s.Close()
-	s = openStore(t, path) // migrations already applied: a no-op
-	s.Close()
-
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO task_schema_migrations (version, name, applied_at) VALUES (999, 'future', 'x')`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if _, err := task.OpenSQLite(t.Context(), path); err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("OpenSQLite on a newer schema = %v, want a refusal", err)
-	}
 }
 
 // Two stores on one file stand for two gateway replicas: the limit holds

@@ -33,8 +33,8 @@ type Task struct {
 	Version int64
 }
 
-// clone returns t with its own BlockedBy slice.
-func (t Task) clone() Task {
+// Clone returns t with its own BlockedBy slice.
+func (t Task) Clone() Task {
 	t.BlockedBy = append([]string{}, t.BlockedBy...)
 	return t
 }
@@ -64,11 +64,11 @@ var (
 // one.
 //
 // The write checks must hold against concurrent writers in other processes
-// too: SQLiteStore gets that from SQLite's single write lock taken at
-// BEGIN; a PostgreSQL store must serialize the writes of one session (for
-// example pg_advisory_xact_lock on the (tenant, session) pair, or
-// SERIALIZABLE with retries), because row locks alone do not stop two
-// creates from both seeing room for one more task.
+// too: the SQLite store (internal/store) gets that from SQLite's single
+// write lock taken at BEGIN; the PostgreSQL store serializes the writes of
+// one session with pg_advisory_xact_lock on the (tenant, session) pair,
+// because row locks alone do not stop two creates from both seeing room
+// for one more task.
 type Store interface {
 	// Create stores t with version 1 and returns it as stored. The checks
 	// and the insert are one atomic step, also against other processes

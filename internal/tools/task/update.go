@@ -20,7 +20,7 @@ type updateRequest struct {
 
 // apply returns base with the request's changes.
 func (r updateRequest) apply(base Task) Task {
-	next := base.clone()
+	next := base.Clone()
 	if r.subject != nil {
 		next.Subject = *r.subject
 	}
@@ -74,7 +74,7 @@ func (t *updateTool) Prepare(ctx context.Context, env *tools.Env, args map[strin
 		return tools.Plan{}, &tools.ArgError{Pointer: "/add_blocked_by",
 			Rule: "a task may be blocked by at most " + strconv.Itoa(t.opts.MaxDependencies) + " tasks"}
 	}
-	if added := newDeps(cur.BlockedBy, next.BlockedBy); len(added) > 0 {
+	if added := NewDeps(cur.BlockedBy, next.BlockedBy); len(added) > 0 {
 		if err := t.checkDeps(ctx, tenant, session, id, req.add, added); err != nil {
 			return tools.Plan{}, err
 		}
@@ -147,7 +147,7 @@ func (t *updateTool) checkDeps(ctx context.Context, tenant, session, id string, 
 			return notFound("/add_blocked_by/" + strconv.Itoa(i))
 		}
 	}
-	if createsCycle(edges, id, added) {
+	if CreatesCycle(edges, id, added) {
 		return &tools.ArgError{Pointer: "/add_blocked_by", Rule: "cycle: the task would wait, directly or through others, for itself"}
 	}
 	return nil

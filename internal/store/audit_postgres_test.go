@@ -1,0 +1,613 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
+	"github.com/toolgate/toolgate/internal/pgtest"
+)
+
+// pgAuditDB is the audit repository of a database a test opened, with
+// that database's Close.
+type pgAuditDB struct {
+	*pgAudit
+	db *DB
+}
+
+func (s pgAuditDB) Close() error { return s.db.Close() }
+
+// openPostgresDB opens a database on dsn that closes when the test ends.
+// Pools stay small: tests of several packages share one server.
+func openPostgresDB(t testing.TB, dsn string, opts ...Option) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), Postgres, dsn, append([]Option{WithMaxConns(4)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Open(postgres): %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// openPostgres opens a database on dsn and returns its audit repository.
+func openPostgres(t testing.TB, dsn string, opts ...Option) pgAuditDB {
+	t.Helper()
+	db := openPostgresDB(t, dsn, opts...)
+	return pgAuditDB{db.Audit().(*pgAudit), db}
+}
+
+func newLog(t testing.TB, s audit.Store, chain string) *audit.Log {
+	t.Helper()
+	l, err := audit.NewLog(s, audit.LogOptions{Chain: chain})
+	if err != nil {
+		t.Fatalf("NewLog(%s): %v", chain, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// connect opens a plain connection beside the store, as an operator would.
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func TestPostgresConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) audit.Store {
+		return openPostgres(t, pgtest.DSN(t))
+	})
+}
+
+// stored reads every row of tenant through Scan.
+func stored(t *testing.T, s audit.Store, tenant string) []audit.Row {
+	t.Helper()
+	var rows []audit.Row
+	if err := s.Scan(t.Context(), tenant, func(r audit.Row) error {
+		r.Raw = slices.Clone(r.Raw)
+		rows = append(rows, r)
+		return nil
+	}); err != nil {
+		t.Fatalf("Scan(%s): %v", tenant, err)
+	}
+	return rows
+}
+
+func mustVerify(t *testing.T, l *audit.Log, tenant string, n int) {
+	t.Helper()
+	res, err := l.Verify(t.Context(), tenant)
+	if err != nil || !res.OK || res.EventsChecked != n {
+		t.Fatalf("Verify(%s) on chain %s = %+v, %v; want ok with %d events", tenant, l.Chain(), res, err, n)
+	}
+}
+
+func TestPostgresReplicasAppendConcurrentlyWithoutLossOrDuplicates(t *testing.T) {
+	const perReplica, workers = 600, 12
+	dsn := pgtest.DSN(t)
+	// Two stores with their own pools: two gateway processes on one database.
+	replicas := []*audit.Log{
+		newLog(t, openPostgres(t, dsn), "replica-a"),
+		newLog(t, openPostgres(t, dsn), "replica-b"),
+	}
+	tenants := []string{"acme", "globex"}
+
+	var mu sync.Mutex
+	appended := map[string]*audit.Event{} // by id
+	var wg sync.WaitGroup
+	errs := make(chan error, len(replicas)*perReplica)
+	for r, l := range replicas {
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < perReplica; i += workers {
+					ev := testEvent(tenants[i%2], fmt.Sprintf("tool-%d", r))
+					if err := l.Append(context.Background(), ev); err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					appended[ev.ID] = ev
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append: %v", err)
+	}
+
+	// A third process, an auditor, reads through its own store.
+	auditor := openPostgres(t, dsn)
+	seen := map[string]bool{}
+	for _, tenant := range tenants {
+		rows := stored(t, auditor, tenant)
+		perChain := map[string]int64{}
+		for _, r := range rows {
+			perChain[r.Chain]++
+			if r.Seq != perChain[r.Chain] {
+				t.Fatalf("%s/%s: row %d has seq %d: not contiguous", tenant, r.Chain, perChain[r.Chain], r.Seq)
+			}
+			if seen[r.ID] {
+				t.Fatalf("event %s stored twice", r.ID)
+			}
+			seen[r.ID] = true
+			ev, ok := appended[r.ID]
+			if !ok || ev.Hash != r.Hash || ev.Chain != r.Chain || ev.Seq != r.Seq || ev.Tenant != tenant {
+				t.Fatalf("stored row %s/%s#%d (%s) is not an event an Append reported", tenant, r.Chain, r.Seq, r.ID)
+			}
+		}
+		want := map[string]int64{"replica-a": perReplica / 2, "replica-b": perReplica / 2}
+		if len(perChain) != 2 || perChain["replica-a"] != want["replica-a"] || perChain["replica-b"] != want["replica-b"] {
+			t.Fatalf("%s: events per chain %v, want %v", tenant, perChain, want)
+		}
+		// Verify from any replica covers every replica's chain.
+		for _, l := range replicas {
+			mustVerify(t, l, tenant, perReplica)
+		}
+		mustVerify(t, newLog(t, auditor, "auditor"), tenant, perReplica)
+	}
+	if len(seen) != len(appended) {
+		t.Fatalf("%d events stored, %d appended", len(seen), len(appended))
+	}
+}
+
+func TestPostgresReopenReloadsTheHeads(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openPostgres(t, dsn)
+	l, err := audit.NewLog(s, audit.LogOptions{Chain: "replica-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []*audit.Event
+	for _, tenant := range []string{"acme", "acme", "globex"} {
+		ev := testEvent(tenant, "read-file")
+		if err := l.Append(ctx, ev); err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+		first = append(first, ev)
+	}
+	other := newLog(t, s, "replica-b") // another replica's chain, untouched by the reopen
+	if err := other.Append(ctx, testEvent("acme", "grep")); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	s.Close()
+
+	s = openPostgres(t, dsn)
+	heads, err := s.Heads(ctx, "replica-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(heads) != 2 || heads["acme"] != (audit.Head{Seq: 2, Hash: first[1].Hash}) ||
+		heads["globex"] != (audit.Head{Seq: 1, Hash: first[2].Hash}) {
+		t.Fatalf("Heads after reopen = %v", heads)
+	}
+	l = newLog(t, s, "replica-a")
+	for _, ev := range first {
+		got, err := l.Get(ctx, ev.Tenant, ev.ID)
+		if err != nil || got.Hash != ev.Hash {
+			t.Fatalf("event %s after reopen: %v", ev.ID, err)
+		}
+	}
+	for tenant, wantSeq := range map[string]int64{"acme": 3, "globex": 2} {
+		ev := testEvent(tenant, "grep")
+		if err := l.Append(ctx, ev); err != nil || ev.Seq != wantSeq || ev.Chain != "replica-a" {
+			t.Fatalf("%s after reopen: %s#%d, %v; want replica-a#%d", tenant, ev.Chain, ev.Seq, err, wantSeq)
+		}
+	}
+	mustVerify(t, l, "acme", 4) // three of replica-a, one of replica-b
+	mustVerify(t, l, "globex", 2)
+}
+
+func TestPostgresSchemaIsVersioned(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+
+	// A gateway that may not migrate refuses an unmigrated database.
+	if _, err := Open(ctx, Postgres, dsn, WithoutMigrations()); !errors.Is(err, ErrSchema) ||
+		!strings.Contains(err.Error(), "gateway audit migrate") {
+		t.Fatalf("Open(WithoutMigrations) before migrating = %v, want a pointer to `gateway audit migrate`", err)
+	}
+	applied, err := Migrate(ctx, Postgres, dsn)
+	if err != nil || len(applied) == 0 || applied[0] != "00001_audit_events.sql" {
+		t.Fatalf("Migrate on an empty schema = %v, %v", applied, err)
+	}
+	again, err := Migrate(ctx, Postgres, dsn)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("MigratePostgres when current = %v, %v; want nothing applied", again, err)
+	}
+	s := openPostgres(t, dsn, WithoutMigrations())
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	openPostgres(t, dsn).Close() // migrations already applied: a no-op
+
+	// A database from a newer gateway is refused, not silently used.
+	if err := s.TamperSchemaVersion(ctx, 999); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func() error{
+		"Open": func() error { _, err := Open(ctx, Postgres, dsn); return err },
+		"Open without migrations": func() error {
+			_, err := Open(ctx, Postgres, dsn, WithoutMigrations())
+			return err
+		},
+		"Open read-only": func() error {
+			_, err := Open(ctx, Postgres, dsn, ReadOnly())
+			return err
+		},
+		"Migrate": func() error { _, err := Migrate(ctx, Postgres, dsn); return err },
+	} {
+		if err := open(); err == nil || !strings.Contains(err.Error(), "newer") {
+			t.Errorf("%s on a newer schema = %v, want a refusal", name, err)
+		}
+	}
+}
+
+func TestPostgresReplicasStartingTogetherMigrateOnce(t *testing.T) {
+	const replicas = 6
+	dsn := pgtest.DSN(t)
+	var wg sync.WaitGroup
+	errs := make([]error, replicas)
+	applied := make([][]string, replicas)
+	for i := range replicas {
+		wg.Go(func() {
+			if i%2 == 0 {
+				applied[i], errs[i] = Migrate(context.Background(), Postgres, dsn)
+				return
+			}
+			s, err := Open(context.Background(), Postgres, dsn, WithMaxConns(1))
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+	}
+	var rows, versions int
+	c := connect(t, dsn)
+	if err := c.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version_id) FROM `+versionTable).Scan(&rows, &versions); err != nil {
+		t.Fatal(err)
+	}
+	if rows != versions || rows == 0 {
+		t.Fatalf("%s holds %d rows for %d versions", versionTable, rows, versions)
+	}
+	// Migrate reports what it applied: at most one of them did.
+	total := 0
+	for _, a := range applied {
+		total += len(a)
+	}
+	if total > versions {
+		t.Fatalf("migrations applied %d times for %d versions", total, versions)
+	}
+}
+
+// pool_max_conns and the other pool settings of a DSN configure the pool;
+// migrating, on connections of its own, does not send them to the server.
+func TestPostgresDSNWithPoolSettingsOpensAndMigrates(t *testing.T) {
+	dsn := withParam(t, pgtest.DSN(t), "pool_max_conns", "3")
+	if _, err := Migrate(t.Context(), Postgres, dsn); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	db, err := Open(t.Context(), Postgres, dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer db.Close()
+	if got := db.Audit().(*pgAudit).pool.Config().MaxConns; got != 3 {
+		t.Fatalf("pool size %d, want 3 from the DSN", got)
+	}
+}
+
+func TestPostgresDSNErrorsDoNotEchoTheDSN(t *testing.T) {
+	for _, dsn := range []string{"postgres://u:hunter2@[::1", "host=127.0.0.1 password=hunter2 port=notaport"} {
+		_, err := Open(t.Context(), Postgres, dsn)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(bad dsn) = %v; want an error without the password", err)
+		}
+		_, err = Migrate(t.Context(), Postgres, dsn)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Migrate(bad dsn) = %v; want an error without the password", err)
+		}
+	}
+}
+
+// planIndexes maps a Filter field to the index its page query must use.
+var planIndexes = []struct {
+	field, index string
+	set          func(*audit.Filter)
+}{
+	{"", "audit_events_time", func(*audit.Filter) {}},
+	{"tool", "audit_events_tool", func(f *audit.Filter) { f.Tool = "grep" }},
+	{"principal", "audit_events_principal", func(f *audit.Filter) { f.Principal = "user-7" }},
+	{"outcome", "audit_events_outcome", func(f *audit.Filter) { f.Outcome = "denied" }},
+	{"phase", "audit_events_phase", func(f *audit.Filter) { f.Phase = audit.PhaseResult }},
+	{"session_id", "audit_events_session_id", func(f *audit.Filter) { f.SessionID = "s-7" }},
+	{"call_id", "audit_events_call_id", func(f *audit.Filter) { f.CallID = "call-000000042" }},
+	{"decision_id", "audit_events_decision_id", func(f *audit.Filter) { f.DecisionID = "dec-000000042" }},
+}
+
+var rowCompareInIndexCond = regexp.MustCompile(`Index Cond: .*ROW\(time_ms, id\) <`)
+
+func TestPostgresQueriesUseAnIndexWithoutSorting(t *testing.T) {
+	const events = 6000
+	dsn := pgtest.DSN(t)
+	s := openPostgres(t, dsn)
+	base := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	var n int64
+	var mu sync.Mutex
+	l, err := audit.NewLog(s, audit.LogOptions{MaxBatch: 1024, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return base.Add(time.Duration(n) * time.Millisecond)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	pgSeed(t, l, events)
+	if err := s.Analyze(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, pi := range planIndexes {
+		t.Run("filter "+pi.field, func(t *testing.T) {
+			var f audit.Filter
+			pi.set(&f)
+			f.Limit = 10
+			if p, err := l.Query(t.Context(), "acme", f); err != nil || len(p.Events) == 0 {
+				t.Fatalf("Query: %d events, %v; the case would prove nothing", len(p.Events), err)
+			}
+			next := f
+			next.Cursor = audit.EncodeCursor("acme", f, audit.Position{TimeMS: base.Add(time.Second).UnixMilli(), ID: "m"})
+			for _, q := range []audit.Filter{f, next} {
+				plan, err := s.ExplainQuery(t.Context(), "acme", q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(plan, "Index Scan using "+pi.index+" ") {
+					t.Fatalf("plan does not scan %s:\n%s", pi.index, plan)
+				}
+				if strings.Contains(plan, "Sort") {
+					t.Fatalf("plan sorts:\n%s", plan)
+				}
+				if q.Cursor != "" && !rowCompareInIndexCond.MatchString(plan) {
+					t.Fatalf("the cursor position is not an index condition:\n%s", plan)
+				}
+			}
+		})
+	}
+}
+
+// withParam adds a connection parameter to a URL or keyword/value DSN.
+func withParam(t *testing.T, dsn, key, value string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+		return u.String()
+	}
+	return dsn + " " + key + "=" + value
+}
+
+// killer terminates a store's server connections from a connection of its
+// own, the way an operator (or a failover) would, and waits until they are
+// gone.
+type killer struct {
+	t    *testing.T
+	conn *pgx.Conn
+	app  string // application_name of the victim's connections
+}
+
+func newKiller(t *testing.T, dsn string) (*killer, string) {
+	var b [6]byte
+	rand.Read(b[:])
+	k := &killer{t: t, conn: connect(t, dsn), app: "tg-victim-" + hex.EncodeToString(b[:])}
+	return k, withParam(t, dsn, "application_name", k.app)
+}
+
+func (k *killer) kill(ctx context.Context) (int, error) {
+	var n int
+	err := k.conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
+		FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, k.app).Scan(&n)
+	return n, err
+}
+
+func (k *killer) mustKill() int {
+	k.t.Helper()
+	n, err := k.kill(k.t.Context())
+	if err != nil {
+		k.t.Fatalf("pg_terminate_backend: %v", err)
+	}
+	return n
+}
+
+func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
+	ctx := t.Context()
+	k, dsn := newKiller(t, pgtest.DSN(t))
+	s := openPostgres(t, dsn)
+	l := newLog(t, s, "main")
+	committed := 0
+	appendOK := func() {
+		t.Helper()
+		if err := l.Append(ctx, testEvent("acme", "grep")); err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+		committed++
+	}
+	appendOK()
+
+	t.Run("append on a killed connection fails with ErrUnavailable and stores nothing", func(t *testing.T) {
+		// The pool pings a connection that sat idle for a second before
+		// handing it out, and replaces it when dead; so use the connection
+		// right before the kill, and retry in the unlikely case the gap was
+		// that long anyway.
+		for range 20 {
+			appendOK()
+			if k.mustKill() == 0 {
+				t.Fatal("the store holds no server connection to kill")
+			}
+			ev := testEvent("acme", "grep")
+			err := l.Append(ctx, ev)
+			if err == nil {
+				committed++
+				continue
+			}
+			if !errors.Is(err, audit.ErrUnavailable) {
+				t.Fatalf("Append after the kill = %v, want ErrUnavailable", err)
+			}
+			if _, err := l.Get(ctx, "acme", ev.ID); !errors.Is(err, audit.ErrNotFound) {
+				t.Fatalf("the refused event is stored: %v", err)
+			}
+			return
+		}
+		t.Fatal("no append ever met a killed connection")
+	})
+	t.Run("the next append reconnects and continues the chain", func(t *testing.T) {
+		appendOK()
+		mustVerify(t, l, "acme", committed)
+	})
+	t.Run("readiness follows the connection", func(t *testing.T) {
+		for range 20 {
+			if err := l.Ping(ctx); err != nil {
+				t.Fatalf("Ping before the kill: %v", err)
+			}
+			k.mustKill()
+			if err := l.Ping(ctx); err != nil {
+				if !errors.Is(err, audit.ErrUnavailable) {
+					t.Fatalf("Ping after the kill = %v, want ErrUnavailable", err)
+				}
+				if err := l.Ping(ctx); err != nil {
+					t.Fatalf("Ping after reconnecting: %v", err)
+				}
+				return
+			}
+		}
+		t.Fatal("no ping ever met a killed connection")
+	})
+
+	t.Run("under repeated kills every reported append is stored and the chain verifies", func(t *testing.T) {
+		const workers, each = 8, 40
+		stop := make(chan struct{})
+		killerDone := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					killerDone <- nil
+					return
+				default:
+				}
+				if _, err := k.kill(ctx); err != nil {
+					killerDone <- err
+					return
+				}
+			}
+		}()
+		var mu sync.Mutex
+		var ok []*audit.Event
+		failed := 0
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					ev := testEvent("acme", "read-file")
+					err := l.Append(ctx, ev)
+					mu.Lock()
+					if err == nil {
+						ok = append(ok, ev)
+					} else if errors.Is(err, audit.ErrUnavailable) {
+						failed++
+					} else {
+						t.Errorf("Append under kills = %v, want success or ErrUnavailable", err)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		if err := <-killerDone; err != nil {
+			t.Fatalf("killer: %v", err)
+		}
+		t.Logf("under kills: %d appends committed, %d refused", len(ok), failed)
+
+		appendOK()
+		rows := stored(t, s, "acme")
+		byID := map[string]audit.Row{}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for _, ev := range ok {
+			if r, found := byID[ev.ID]; !found || r.Hash != ev.Hash || r.Seq != ev.Seq {
+				t.Fatalf("event %s was reported committed but is not stored as reported", ev.ID)
+			}
+		}
+		// A refused batch may still have committed when the kill hit
+		// between commit and acknowledgement; never more than that.
+		before := committed - 1 // appendOK above counted the last one
+		if extra := len(rows) - before - 1 - len(ok); extra < 0 || extra > failed {
+			t.Fatalf("%d rows stored; %d committed before, %d during (+%d refused), 1 after", len(rows), before, len(ok), failed)
+		}
+		mustVerify(t, l, "acme", len(rows))
+	})
+}
+
+// PostgreSQL text cannot hold NUL; a lookup with one matches nothing, as it
+// would on SQLite, instead of failing as if the store were down.
+func TestPostgresLookupsWithNULFindNothing(t *testing.T) {
+	ctx := t.Context()
+	s := openPostgres(t, pgtest.DSN(t))
+	l := newLog(t, s, "main")
+	if err := l.Append(ctx, testEvent("acme", "grep")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Get(ctx, "acme", "id\x00"); !errors.Is(err, audit.ErrNotFound) {
+		t.Errorf("Get(id with NUL) = %v, want ErrNotFound", err)
+	}
+	if _, err := l.Get(ctx, "acme\x00", "x"); !errors.Is(err, audit.ErrNotFound) {
+		t.Errorf("Get(tenant with NUL) = %v, want ErrNotFound", err)
+	}
+	for _, f := range []audit.Filter{{Tool: "grep\x00"}, {SessionID: "\x00"}, {DecisionID: "d-1\x00"}} {
+		if p, err := l.Query(ctx, "acme", f); err != nil || len(p.Events) != 0 {
+			t.Errorf("Query(%+v) = %d events, %v; want none", f, len(p.Events), err)
+		}
+	}
+	forged := audit.EncodeCursor("acme", audit.Filter{}, audit.Position{TimeMS: 1, ID: "a\x00"})
+	if _, err := l.Query(ctx, "acme", audit.Filter{Cursor: forged}); !errors.Is(err, audit.ErrBadCursor) {
+		t.Errorf("Query with a cursor naming a NUL id = %v, want ErrBadCursor", err)
+	}
+	if res, err := l.Verify(ctx, "acme\x00"); err != nil || !res.OK || res.EventsChecked != 0 {
+		t.Errorf("Verify(tenant with NUL) = %+v, %v; want ok with no events", res, err)
+	}
+	mustVerify(t, l, "acme", 1)
+}
