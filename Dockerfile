@@ -24,7 +24,8 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./cmd/gateway
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./cmd/gateway && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolgate-sandbox ./cmd/toolgate-sandbox
 # The state folder the workspaces volume mounts on. A new named volume
 # takes the ownership of the folder it is mounted on, so it must exist in
 # the image, owned by nonroot (distroless has no shell to mkdir there).
@@ -33,6 +34,10 @@ RUN mkdir -p /out/state/workspaces
 # Final stage.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/gateway /gateway
+# The command jail's helper, found beside the gateway: a small binary that
+# starts in ~1 ms where the gateway binary would take ~11 ms more per
+# program (README "Security model").
+COPY --from=build /out/toolgate-sandbox /toolgate-sandbox
 COPY deploy/gateway.yaml /etc/toolgate/gateway.yaml
 COPY policies/ /etc/toolgate/policies/
 # The demo tenant's seed (56 KB): copied into its empty workspace on first
