@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -137,8 +138,36 @@ func parseObligations(v ast.Value) (Obligations, error) {
 	if err != nil {
 		return Obligations{}, fmt.Errorf(`decision "obligations": %w`, err)
 	}
-	o.Raw, _ = raw.(map[string]any)
+	o.Raw, _ = plainNumbers(raw).(map[string]any)
 	return o, nil
+}
+
+// plainNumbers replaces the json.Number values ast.JSON produces with
+// int64 (whole numbers that fit, 5000.0 included) or float64, so that the audit log records
+// "timeout_ms": 30000 rather than the string "30000".
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return int64(f) // 5000.0 is 5000
+			}
+			return f
+		}
+		return x.String()
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	}
+	return v
 }
 
 // positiveInt reads a whole number > 0 that fits an int64 (30000 and
