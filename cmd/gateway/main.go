@@ -76,11 +76,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gateway policy: unknown sub-command %q (want test, check or replay)\n", args[0])
 		return exitUsage
 	case "audit":
-		if len(args) == 0 || args[0] != "migrate" {
-			fmt.Fprintln(stderr, "usage: gateway audit migrate [--config FILE]")
-			return exitUsage
+		switch {
+		case len(args) > 0 && args[0] == "migrate":
+			return auditMigrate(args[1:], stdout, stderr)
+		case len(args) > 0 && args[0] == "verify":
+			return auditVerify(args[1:], stdout, stderr)
 		}
-		return auditMigrate(args[1:], stdout, stderr)
+		fmt.Fprintln(stderr, "usage: gateway audit migrate [--config FILE] | gateway audit verify --checkpoint FILE --key FILE EXPORT.ndjson")
+		return exitUsage
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -99,6 +102,9 @@ const usage = `usage:
   gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]
                                          re-evaluate audited decisions against a candidate policy
   gateway audit migrate [--config FILE]  apply the database's schema migrations (audit, approvals, tasks) and exit
+  gateway audit verify --checkpoint FILE --key FILE EXPORT.ndjson
+                                         check offline that an ndjson export is exactly the log
+                                         a signed checkpoint commits to (exit 0) or say why not (1)
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
 

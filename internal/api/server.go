@@ -35,9 +35,12 @@ type Authenticator interface {
 
 // Options wire a Server.
 type Options struct {
-	Pipeline     *pipeline.Pipeline
-	Auth         Authenticator
-	Audit        *audit.Log
+	Pipeline *pipeline.Pipeline
+	Auth     Authenticator
+	Audit    *audit.Log
+	// Prover serves checkpoints and proofs of the audit log; nil answers
+	// those routes with 503.
+	Prover       Prover
 	Engine       *decision.Engine
 	Metrics      *metrics.Metrics
 	Gatherer     prometheus.Gatherer // for /metrics
@@ -106,6 +109,11 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/audit/events", s.listEvents)
 			r.Get("/audit/events/{id}", s.getEvent)
 			r.Get("/audit/verify", s.verify)
+			r.Post("/audit/verify", s.verifyCheckpoint)
+			r.Get("/audit/checkpoint", s.checkpoint)
+			r.Get("/audit/checkpoint/verifier", s.checkpointVerifier)
+			r.Get("/audit/events/{id}/proof", s.eventProof)
+			r.Get("/audit/consistency", s.consistency)
 			r.Get("/audit/export", s.exportEvents)
 		})
 		r.Get("/calls/{call_id}", s.callStatus)
