@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -201,5 +202,98 @@ func TestLazyInputIsBuiltOnlyOnAMiss(t *testing.T) {
 	}
 	if _, err := current(t, e).Decide(ctx, nil); !errors.Is(err, ErrEvaluation) {
 		t.Fatalf("no input at all: %v, want ErrEvaluation", err)
+	}
+}
+
+// The mask answered from the cache is the mask a fresh evaluation gives,
+// for every tool the shipped pack masks and one it does not, and a caller
+// that edits its copy does not edit the cached answer.
+func TestCachedMaskMatchesEvaluation(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewPedanticRegistry()
+	cached := current(t, cachedEngine(t, shippedPack, reg))
+	fresh := current(t, loaded(t, shippedPack, nil))
+	if !cached.Cached("mask") {
+		t.Fatal("the shipped pack's mask is not cached")
+	}
+	tools := []string{"write-file", "edit-file", "fetch", "process-input", "read-file"}
+	for i, tool := range tools {
+		in := value(t, requestDoc(`["developer"]`, tool, benchRead))
+		want, err := fresh.Mask(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		for round := range 3 {
+			got, err := cached.Mask(ctx, in, WithCacheKey(Key{byte(i)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s round %d: mask %q, uncached %q", tool, round, got, want)
+			}
+			for j := range got {
+				got[j] = "/edited"
+			}
+		}
+		if tool != "read-file" && len(want) == 0 {
+			t.Fatalf("%s: the shipped pack masks nothing (test inputs wrong?)", tool)
+		}
+	}
+	hits := counterValue(t, cached.m.cache[epMask][cacheHit])
+	misses := counterValue(t, cached.m.cache[epMask][cacheMiss])
+	if hits != float64(2*len(tools)) || misses != float64(len(tools)) {
+		t.Fatalf("mask hits=%v misses=%v, want %d and %d", hits, misses, 2*len(tools), len(tools))
+	}
+}
+
+// Availability results belong to the revision: new data is evaluated anew
+// under the same key.
+func TestCachedAvailabilityEndsWithTheRevision(t *testing.T) {
+	ctx := context.Background()
+	dir := newPack(t, map[string]string{
+		"data.json":         `{"offered": ["read-file"]}`,
+		"availability.rego": "package toolgate.availability\n\nallow := input.tool.name in data.offered\n",
+	})
+	e := cachedEngine(t, dir, nil)
+	in := value(t, availabilityDeveloper)
+	for range 2 {
+		if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{3})); err != nil || !ok {
+			t.Fatalf("before the reload: %v %v", ok, err)
+		}
+	}
+	if counterValue(t, e.m.cache[epAvailability][cacheHit]) != 1 {
+		t.Fatal("the second availability evaluation was not a hit")
+	}
+	writePack(t, dir, map[string]string{"data.json": `{"offered": []}`})
+	if err := e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{3})); err != nil || ok {
+		t.Fatalf("after the reload: %v %v (served from the old revision's cache?)", ok, err)
+	}
+}
+
+// A revision whose availability reads the clock evaluates every keyed
+// call: nothing is stored, nothing is answered from a store.
+func TestClockReadingAvailabilityIsEvaluatedEveryTime(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewPedanticRegistry()
+	dir := newPack(t, map[string]string{
+		"availability.rego": "package toolgate.availability\n\ndefault allow := false\n\nallow if time.now_ns() > 0\n",
+	})
+	e := cachedEngine(t, dir, reg)
+	in := value(t, availabilityDeveloper)
+	const n = 3
+	for range n {
+		if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{4})); err != nil || !ok {
+			t.Fatalf("%v %v", ok, err)
+		}
+	}
+	evaluated := metricValue(t, reg, "toolgate_policy_decision_duration_seconds", map[string]string{"entrypoint": "availability"})
+	hits := counterValue(t, e.m.cache[epAvailability][cacheHit])
+	if evaluated != n || hits != 0 {
+		t.Fatalf("evaluated %v times with %v hits, want %d and 0", evaluated, hits, n)
 	}
 }
