@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strconv"
 
+	"github.com/toolgate/toolgate/internal/auth"
 	canonicalpkg "github.com/toolgate/toolgate/internal/canonical"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // Digest returns "sha256:" + hex of the RFC 8785 canonical JSON of v. The
@@ -93,4 +96,109 @@ func PolicyKey(input map[string]any) ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	return sha256.Sum256(b), nil
+}
+
+// AvailabilityKey is PolicyKey of AvailabilityInput(id, sessionID, s), with
+// choice as its "choice" member when not nil, written straight from its
+// parts: availability is asked on every call and for every tool a caller
+// lists, and most answers come from the cache, so the key must not cost a
+// document. Its members and their RFC 8785 order are AvailabilityInput's;
+// a test holds the two together.
+func AvailabilityKey(id *auth.Identity, sessionID string, s *tools.Spec, choice map[string]any) ([32]byte, error) {
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	var err error
+	if choice != nil {
+		if b, err = canonicalpkg.AppendMember(b, "choice", choice); err != nil {
+			return [32]byte{}, err
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"client":{"id":`...)
+	if b, err = canonicalpkg.AppendString(b, id.Client); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, `},"principal":{"claims":`...)
+	claims := id.Claims
+	if claims == nil {
+		claims = map[string]any{}
+	}
+	if b, err = canonicalpkg.Append(b, claims); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, `,"groups":`...)
+	if b, err = appendStrings(b, id.Groups); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, ',')
+	if b, err = canonicalpkg.AppendMember(b, "id", id.Principal); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, `,"roles":`...)
+	if b, err = appendStrings(b, id.Roles); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, "},"...)
+	if b, err = canonicalpkg.AppendMember(b, "session_id", sessionID); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, ',')
+	if b, err = canonicalpkg.AppendMember(b, "tenant", id.Tenant); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, `,"tool":`...)
+	if b, err = appendToolValue(b, s); err != nil {
+		return [32]byte{}, err
+	}
+	b = append(b, '}')
+	return sha256.Sum256(b), nil
+}
+
+// appendToolValue writes ToolValue(s) canonically.
+func appendToolValue(b []byte, s *tools.Spec) ([]byte, error) {
+	a := s.Annotations
+	b = append(b, `{"annotations":{"destructive":`...)
+	b = strconv.AppendBool(b, a.Destructive)
+	b = append(b, `,"idempotent":`...)
+	b = strconv.AppendBool(b, a.Idempotent)
+	b = append(b, `,"open_world":`...)
+	b = strconv.AppendBool(b, a.OpenWorld)
+	b = append(b, `,"read_only":`...)
+	b = strconv.AppendBool(b, a.ReadOnly)
+	b = append(b, `},"effects":`...)
+	b, err := appendStrings(b, s.Effects)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, ',')
+	if b, err = canonicalpkg.AppendMember(b, "kind", s.Kind); err != nil {
+		return b, err
+	}
+	b = append(b, ',')
+	if b, err = canonicalpkg.AppendMember(b, "name", s.Name); err != nil {
+		return b, err
+	}
+	if s.SchemaDigest != "" {
+		b = append(b, ',')
+		if b, err = canonicalpkg.AppendMember(b, "schema_digest", s.SchemaDigest); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendStrings writes ss as a JSON array; nil is [] (as anyStrings makes
+// it).
+func appendStrings(b []byte, ss []string) ([]byte, error) {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = canonicalpkg.AppendString(b, s); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
