@@ -182,6 +182,20 @@ func compareUTF16(a, b string) int {
 // Less reports whether member name a sorts before b in RFC 8785.
 func Less(a, b string) bool { return compareUTF16(a, b) < 0 }
 
+// Compare orders member names as RFC 8785 sorts them: -1, 0 or +1 as a
+// sorts before, with or after b.
+func Compare(a, b string) int { return compareUTF16(a, b) }
+
+// AppendMember appends `"name":` followed by the canonical JSON of v: one
+// member of an object whose braces and commas the caller writes.
+func AppendMember(b []byte, name string, v any) ([]byte, error) {
+	b, err := appendMember(b, name)
+	if err != nil {
+		return b, err
+	}
+	return Append(b, v)
+}
+
 // appendSlow canonicalizes a value of a type this package does not write
 // itself: marshal, then Canonicalize.
 func appendSlow(b []byte, v any) ([]byte, error) {

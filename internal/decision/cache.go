@@ -94,9 +94,23 @@ var clockBuiltins = map[string]bool{
 	"internal.print": true,
 }
 
+// nondeterministic reports whether a ref names a builtin whose answer can
+// differ between two evaluations of the same input.
+func nondeterministic(r ast.Ref) (string, bool) {
+	if _, ok := r[0].Value.(ast.Var); !ok {
+		return "", false
+	}
+	name := r.String()
+	if b, ok := ast.BuiltinMap[name]; (ok && b.IsNondeterministic()) || clockBuiltins[name] {
+		return name, true
+	}
+	return "", false
+}
+
 // cacheability decides, once per revision, whether results may be reused
 // for equal keys. It is conservative: any non-deterministic or clock-reading
-// builtin anywhere in the compiled modules disables the cache for every
+// builtin anywhere in the compiled modules — called, or named as a `with`
+// replacement (`with f as uuid.rfc4122`) — disables the cache for every
 // entrypoint, and a rule that reads a per-call member of the input (or the
 // input as a whole, or through a computed key) disables it for the
 // entrypoints whose input carries those members (authorization and mask).
@@ -104,20 +118,15 @@ func cacheability(c *ast.Compiler) (deterministic bool, perCallFree bool, reason
 	deterministic, perCallFree = true, true
 	for _, name := range sortedModuleNames(c) {
 		mod := c.Modules[name]
-		ast.WalkExprs(mod, func(e *ast.Expr) bool {
-			if !e.IsCall() {
-				return false
-			}
-			op := e.Operator().String()
-			if b, ok := ast.BuiltinMap[op]; (ok && b.IsNondeterministic()) || clockBuiltins[op] {
+		// Every mention of a builtin is a ref: an expression's operator, a
+		// call nested in a term, the value of a with modifier.
+		ast.WalkRefs(mod, func(r ast.Ref) bool {
+			if op, ok := nondeterministic(r); ok {
 				if deterministic {
 					reason = "uses " + op
 				}
 				deterministic = false
 			}
-			return false
-		})
-		ast.WalkRefs(mod, func(r ast.Ref) bool {
 			if !r[0].Equal(ast.InputRootDocument) {
 				return false
 			}

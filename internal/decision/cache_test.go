@@ -3,6 +3,8 @@ package decision
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -20,43 +22,67 @@ func cachedEngine(t *testing.T, dir string, reg prometheus.Registerer) *Engine {
 }
 
 // Each way a policy can make equal keys mean different answers turns the
-// cache off where it matters, and nothing else does.
+// cache off where it matters, and nothing else does. Every pack here has a
+// mask, so the mask column is about the policy, not about a missing rule.
 func TestCacheabilityOfPolicies(t *testing.T) {
 	authz := func(body string) map[string]string {
 		return map[string]string{"authz.rego": "package toolgate.authz\n\n" + body}
 	}
+	availability := func(body string) map[string]string {
+		return map[string]string{"availability.rego": "package toolgate.availability\n\n" + body}
+	}
+	mask := func(body string) map[string]string {
+		return map[string]string{"audit.rego": "package toolgate.audit\n\n" + body}
+	}
 	tests := []struct {
-		name               string
-		files              map[string]string
-		availability, auth bool
+		name                     string
+		files                    map[string]string
+		availability, auth, mask bool
 	}{
-		{"minimal pack", nil, true, true},
-		{"shipped-style lookups", authz(`decision := {"allow": input.tool.name in {"read-file"}, "reasons": [input.resources[0].path]}` + "\n"), true, true},
-		{"reads call_id", authz(`decision := {"allow": startswith(input.call_id, "c-")}` + "\n"), true, false},
-		{"reads digest", authz(`decision := {"allow": input.digest != ""}` + "\n"), true, false},
-		{"reads the whole input", authz(`decision := {"allow": count(object.keys(input)) > 0}` + "\n"), true, false},
-		{"reads input by a computed key", authz(`k := "call_id"` + "\n\n" + `decision := {"allow": input[k] != ""}` + "\n"), true, false},
-		{"uses the clock", authz(`decision := {"allow": time.now_ns() > 0}` + "\n"), false, false},
-		{"uses randomness", authz(`decision := {"allow": rand.intn("x", 10) >= 0}` + "\n"), false, false},
+		{"minimal pack", nil, true, true, true},
+		{"shipped-style lookups", authz(`decision := {"allow": input.tool.name in {"read-file"}, "reasons": [input.resources[0].path]}` + "\n"), true, true, true},
+		{"reads call_id", authz(`decision := {"allow": startswith(input.call_id, "c-")}` + "\n"), true, false, false},
+		{"reads digest", authz(`decision := {"allow": input.digest != ""}` + "\n"), true, false, false},
+		{"reads the whole input", authz(`decision := {"allow": count(object.keys(input)) > 0}` + "\n"), true, false, false},
+		{"reads input by a computed key", authz(`k := "call_id"` + "\n\n" + `decision := {"allow": input[k] != ""}` + "\n"), true, false, false},
+		{"uses the clock", authz(`decision := {"allow": time.now_ns() > 0}` + "\n"), false, false, false},
+		{"uses randomness", authz(`decision := {"allow": rand.intn("x", 10) >= 0}` + "\n"), false, false, false},
 		// print statements are erased by the compiler (print is not enabled), so
 		// they cannot make a cached answer differ.
-		{"prints", authz("decision := {\"allow\": true} if {\n\tprint(\"hi\")\n}\n"), true, true},
-		{"verifies a JWT against the clock", authz(`decision := {"allow": io.jwt.decode_verify("a.b.c", {"secret": "s"})[0]}` + "\n"), false, false},
+		{"prints", authz("decision := {\"allow\": true} if {\n\tprint(\"hi\")\n}\n"), true, true, true},
+		{"verifies a JWT against the clock", authz(`decision := {"allow": io.jwt.decode_verify("a.b.c", {"secret": "s"})[0]}` + "\n"), false, false, false},
+		// A builtin that is never called but replaces a function: each
+		// evaluation of h gives a new UUID.
+		{"replaces a function with a non-deterministic builtin", authz("f(s) := lower(s)\n\nh := x if {\n\tx := f(\"A\") with f as uuid.rfc4122\n}\n\n" + `decision := {"allow": true, "reasons": [h]}` + "\n"), false, false, false},
+		{"calls the clock in a comprehension", authz(`decision := {"allow": count([x | x := time.now_ns()]) > 0}` + "\n"), false, false, false},
+		{"availability uses the clock", availability("default allow := false\n\nallow if time.now_ns() > 0\n"), false, false, false},
+		{"availability reads the session and claims", availability("default allow := false\n\nallow if {\n\tinput.session_id != \"\"\n\tinput.principal.claims.team == \"red\"\n}\n"), true, true, true},
+		{"mask reads call_id", mask(`mask contains "/args/text" if startswith(input.call_id, "c-")` + "\n"), true, false, false},
+		{"mask asks a server", mask(`mask contains "/args/text" if http.send({"method": "GET", "url": "http://127.0.0.1:1"}).status_code == 200` + "\n"), false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rev := current(t, cachedEngine(t, newPack(t, tt.files), nil))
+			files := map[string]string{"audit.rego": "package toolgate.audit\n\nmask contains \"/args/content\" if input.tool.name == \"write-file\"\n"}
+			maps.Copy(files, tt.files)
+			rev := current(t, cachedEngine(t, newPack(t, files), nil))
 			if got := rev.Cached("availability"); got != tt.availability {
 				t.Errorf("availability cached = %v, want %v", got, tt.availability)
 			}
 			if got := rev.Cached("authz"); got != tt.auth {
 				t.Errorf("authorization cached = %v, want %v", got, tt.auth)
 			}
+			if got := rev.Cached("mask"); got != tt.mask {
+				t.Errorf("mask cached = %v, want %v", got, tt.mask)
+			}
 		})
 	}
 	// Without a size the cache is off whatever the policy.
-	if rev := current(t, loaded(t, newPack(t, nil), nil)); rev.Cached("availability") || rev.Cached("authz") {
+	if rev := current(t, loaded(t, newPack(t, nil), nil)); rev.Cached("availability") || rev.Cached("authz") || rev.Cached("mask") {
 		t.Error("cache on with CacheSize 0")
+	}
+	// A pack without a mask caches no mask results.
+	if current(t, cachedEngine(t, newPack(t, nil), nil)).Cached("mask") {
+		t.Error("mask cached in a pack that has no mask")
 	}
 }
 
@@ -176,5 +202,98 @@ func TestLazyInputIsBuiltOnlyOnAMiss(t *testing.T) {
 	}
 	if _, err := current(t, e).Decide(ctx, nil); !errors.Is(err, ErrEvaluation) {
 		t.Fatalf("no input at all: %v, want ErrEvaluation", err)
+	}
+}
+
+// The mask answered from the cache is the mask a fresh evaluation gives,
+// for every tool the shipped pack masks and one it does not, and a caller
+// that edits its copy does not edit the cached answer.
+func TestCachedMaskMatchesEvaluation(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewPedanticRegistry()
+	cached := current(t, cachedEngine(t, shippedPack, reg))
+	fresh := current(t, loaded(t, shippedPack, nil))
+	if !cached.Cached("mask") {
+		t.Fatal("the shipped pack's mask is not cached")
+	}
+	tools := []string{"write-file", "edit-file", "fetch", "process-input", "read-file"}
+	for i, tool := range tools {
+		in := value(t, requestDoc(`["developer"]`, tool, benchRead))
+		want, err := fresh.Mask(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		for round := range 3 {
+			got, err := cached.Mask(ctx, in, WithCacheKey(Key{byte(i)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s round %d: mask %q, uncached %q", tool, round, got, want)
+			}
+			for j := range got {
+				got[j] = "/edited"
+			}
+		}
+		if tool != "read-file" && len(want) == 0 {
+			t.Fatalf("%s: the shipped pack masks nothing (test inputs wrong?)", tool)
+		}
+	}
+	hits := counterValue(t, cached.m.cache[epMask][cacheHit])
+	misses := counterValue(t, cached.m.cache[epMask][cacheMiss])
+	if hits != float64(2*len(tools)) || misses != float64(len(tools)) {
+		t.Fatalf("mask hits=%v misses=%v, want %d and %d", hits, misses, 2*len(tools), len(tools))
+	}
+}
+
+// Availability results belong to the revision: new data is evaluated anew
+// under the same key.
+func TestCachedAvailabilityEndsWithTheRevision(t *testing.T) {
+	ctx := context.Background()
+	dir := newPack(t, map[string]string{
+		"data.json":         `{"offered": ["read-file"]}`,
+		"availability.rego": "package toolgate.availability\n\nallow := input.tool.name in data.offered\n",
+	})
+	e := cachedEngine(t, dir, nil)
+	in := value(t, availabilityDeveloper)
+	for range 2 {
+		if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{3})); err != nil || !ok {
+			t.Fatalf("before the reload: %v %v", ok, err)
+		}
+	}
+	if counterValue(t, e.m.cache[epAvailability][cacheHit]) != 1 {
+		t.Fatal("the second availability evaluation was not a hit")
+	}
+	writePack(t, dir, map[string]string{"data.json": `{"offered": []}`})
+	if err := e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{3})); err != nil || ok {
+		t.Fatalf("after the reload: %v %v (served from the old revision's cache?)", ok, err)
+	}
+}
+
+// A revision whose availability reads the clock evaluates every keyed
+// call: nothing is stored, nothing is answered from a store.
+func TestClockReadingAvailabilityIsEvaluatedEveryTime(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewPedanticRegistry()
+	dir := newPack(t, map[string]string{
+		"availability.rego": "package toolgate.availability\n\ndefault allow := false\n\nallow if time.now_ns() > 0\n",
+	})
+	e := cachedEngine(t, dir, reg)
+	in := value(t, availabilityDeveloper)
+	const n = 3
+	for range n {
+		if ok, err := current(t, e).Available(ctx, in, WithCacheKey(Key{4})); err != nil || !ok {
+			t.Fatalf("%v %v", ok, err)
+		}
+	}
+	evaluated := metricValue(t, reg, "toolgate_policy_decision_duration_seconds", map[string]string{"entrypoint": "availability"})
+	hits := counterValue(t, e.m.cache[epAvailability][cacheHit])
+	if evaluated != n || hits != 0 {
+		t.Fatalf("evaluated %v times with %v hits, want %d and 0", evaluated, hits, n)
 	}
 }

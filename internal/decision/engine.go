@@ -198,14 +198,16 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 	if e.cacheMax > 0 {
 		deterministic, perCallFree, reason := cacheability(c.compiler)
 		for ep := range numEntrypoints {
-			// The availability input has no per-call members.
-			if deterministic && (ep == epAvailability || perCallFree) {
+			// The availability input has no per-call members; a pack
+			// without a mask has no mask results.
+			if deterministic && (ep == epAvailability || perCallFree) && queries[ep] != nil {
 				rev.cache[ep] = newResultCache(e.cacheMax)
 			}
 		}
 		if reason != "" {
 			e.log.Info("decision cache limited by the policy", "revision", rev.id, "reason", reason,
-				"availability", rev.cache[epAvailability] != nil, "authorization", rev.cache[epAuthz] != nil)
+				"availability", rev.cache[epAvailability] != nil, "authorization", rev.cache[epAuthz] != nil,
+				"mask", rev.cache[epMask] != nil)
 		}
 	}
 	return rev, nil

@@ -97,7 +97,8 @@ func (r *Revision) Mask(ctx context.Context, input ast.Value, opts ...EvalOption
 }
 
 // Cached reports whether this revision reuses results of an entrypoint
-// ("availability", "authz" or "mask", as in the metrics) for equal keys.
+// ("availability", "authz" or "mask", as in the metrics) for equal keys. A
+// revision without a mask rule has no mask results to reuse.
 func (r *Revision) Cached(ep string) bool {
 	for e := range numEntrypoints {
 		if e.String() == ep {

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// cacheHits reads toolgate_policy_decision_cache_total for an entrypoint.
+// cacheCount reads toolgate_policy_decision_cache_total for an entrypoint
+// and result ("hit" or "miss").
 func (h *harness) cacheCount(entrypoint, result string) int {
 	h.t.Helper()
 	m := string(h.do("GET", "/metrics", "", nil).raw)
@@ -101,4 +102,60 @@ func toJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	must(t, err)
 	return string(b)
+}
+
+// Through the real server, a repeated call is offered (availability) and
+// masked (audit mask) from the cache, its audited document is masked like
+// the first one's, and the cached offer is not given to a caller with
+// other roles.
+func TestAvailabilityAndMaskCacheEndToEnd(t *testing.T) {
+	h := start(t)
+	dev := h.token("acme", "alice", "developer")
+	const body = `{"arguments":{"path":"notes/cached.txt","content":"top secret"},"session_id":"s-cache"}`
+	count := func() (availHits, availMisses, maskHits, maskMisses int) {
+		return h.cacheCount("availability", "hit"), h.cacheCount("availability", "miss"),
+			h.cacheCount("mask", "hit"), h.cacheCount("mask", "miss")
+	}
+	decide := func(tok string) response {
+		t.Helper()
+		r := h.do("POST", "/v1/tools/write-file/decisions", tok, []byte(body))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		return r
+	}
+
+	ah0, am0, mh0, mm0 := count()
+	first := decide(dev)
+	ah1, am1, mh1, mm1 := count()
+	if first.str("outcome") != "allow" || ah1 != ah0 || am1 != am0+1 || mh1 != mh0 || mm1 != mm0+1 {
+		t.Fatalf("first call: outcome %s, availability +%d hits +%d misses, mask +%d hits +%d misses; want allow and one miss each",
+			first.str("outcome"), ah1-ah0, am1-am0, mh1-mh0, mm1-mm0)
+	}
+	second := decide(dev)
+	ah2, am2, mh2, mm2 := count()
+	if second.str("outcome") != "allow" || ah2 != ah1+1 || am2 != am1 || mh2 != mh1+1 || mm2 != mm1 {
+		t.Fatalf("second call: outcome %s, availability +%d hits +%d misses, mask +%d hits +%d misses; want allow and one hit each",
+			second.str("outcome"), ah2-ah1, am2-am1, mh2-mh1, mm2-mm1)
+	}
+	for _, r := range []response{first, second} {
+		evs := h.events("acme", "call_id="+r.str("call_id")+"&phase=decision")
+		if len(evs) != 1 {
+			t.Fatalf("call %s has %d decision events", r.str("call_id"), len(evs))
+		}
+		if got := evs[0]["input"].(map[string]any)["args"].(map[string]any)["content"]; got != "**masked**" {
+			t.Fatalf("call %s: audited content %v, want it masked", r.str("call_id"), got)
+		}
+	}
+
+	// Same principal, a role that is not offered write-file: evaluated
+	// anew, and refused.
+	viewer := h.token("acme", "alice", "viewer")
+	r := decide(viewer)
+	ah3, am3, _, _ := count()
+	if r.str("outcome") != "unavailable" || ah3 != ah2 || am3 != am2+1 {
+		t.Fatalf("viewer: outcome %s, availability +%d hits +%d misses; want unavailable from a fresh evaluation",
+			r.str("outcome"), ah3-ah2, am3-am2)
+	}
+	h.verify("acme")
 }

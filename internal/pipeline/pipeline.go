@@ -605,16 +605,19 @@ func (p *Pipeline) revision() (*decision.Revision, error) {
 // available evaluates the availability entrypoint for a tool and, for a
 // chooser's value, with that value as input.choice.
 func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
-	doc := prepare.AvailabilityInput(id, sessionID, s)
-	if choice != nil {
-		doc["choice"] = choice
-	}
-	key, err := prepare.PolicyKey(doc)
+	key, err := prepare.AvailabilityKey(id, sessionID, s, choice)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", errInternal, err)
 	}
-	ok, err := rev.Available(ctx, nil, decision.WithCacheKey(key),
-		decision.WithInputFunc(func() (ast.Value, error) { return ast.InterfaceToValue(doc) }))
+	// The document is only built when the policy really runs.
+	input := func() (ast.Value, error) {
+		doc := prepare.AvailabilityInput(id, sessionID, s)
+		if choice != nil {
+			doc["choice"] = choice
+		}
+		return ast.InterfaceToValue(doc)
+	}
+	ok, err := rev.Available(ctx, nil, decision.WithCacheKey(key), decision.WithInputFunc(input))
 	if err != nil {
 		p.o.Logger.Error("availability failed closed", "tenant", id.Tenant, "tool", s.Name, "err", err)
 		return false, fmt.Errorf("%w: %v", ErrPolicy, err)

@@ -75,12 +75,13 @@ func (p *probeTool) Run(ctx context.Context, _ *tools.Env, a any, _ tools.Limits
 }
 
 type fixture struct {
-	pl    *Pipeline
-	db    *store.DB
-	path  string // of the database file
-	store audit.Store
-	log   *audit.Log
-	ws    string
+	pl       *Pipeline
+	policies string // the policy folder
+	db       *store.DB
+	path     string // of the database file
+	store    audit.Store
+	log      *audit.Log
+	ws       string
 }
 
 func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixture {
@@ -127,7 +128,7 @@ func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixtu
 		Registry: reg, Envs: map[string]*tools.Env{"acme": {Tenant: "acme", Workspace: ws}},
 		Engine: eng, Preparer: prep, Invoker: invoke.New(invoke.Options{}), Audit: lg,
 	})
-	return &fixture{pl: pl, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
+	return &fixture{pl: pl, policies: pdir, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
 }
 
 var alice = &auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}}

@@ -2,6 +2,7 @@ package prepare
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 )
@@ -32,12 +33,17 @@ func TestDigestAndKeyAgreeWithDigest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := digestAndKey(doc)
+		got, key, err := digestAndKey(doc)
 		if err != nil {
 			t.Fatalf("doc %d: %v", i, err)
 		}
 		if got != want {
 			t.Fatalf("doc %d %v: spliced digest %s, want %s", i, doc, got, want)
+		}
+		rest := maps.Clone(doc)
+		delete(rest, "call_id")
+		if wantKey, err := PolicyKey(rest); err != nil || key != wantKey {
+			t.Fatalf("doc %d %v: key %x, want the canonical document without call_id %x (%v)", i, doc, key, wantKey, err)
 		}
 	}
 }
@@ -78,5 +84,15 @@ func requestDocumentForTest(callID string) map[string]any {
 		"action":    "fs.read",
 		"resources": []any{map[string]any{"type": "file", "path": "docs/guide.md", "access": "read"}},
 		"args":      map[string]any{"path": "docs/guide.md"},
+	}
+}
+
+func BenchmarkDigestAndKey(b *testing.B) {
+	doc := requestDocumentForTest("c-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := digestAndKey(doc); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
