@@ -311,7 +311,15 @@ func (h *harness) assertUnchanged(before map[string]string) {
 	}
 }
 
-// verify asserts the tenant's audit chain verifies and returns its size.
+// sync integrates the tenant's committed audit events now.
+func (h *harness) sync(tenant string) {
+	h.t.Helper()
+	if err := h.g.audit.Sync(context.Background(), tenant); err != nil {
+		h.t.Fatalf("audit sync: %v", err)
+	}
+}
+
+// verify asserts the tenant's audit log verifies and returns its size.
 func (h *harness) verify(tenant string) int {
 	h.t.Helper()
 	r := h.do("GET", "/v1/audit/verify", h.token(tenant, "auditor-1", "auditor"), nil)
@@ -321,9 +329,12 @@ func (h *harness) verify(tenant string) int {
 	return int(r.body["events_checked"].(float64))
 }
 
-// events queries the audit log as an auditor of tenant.
+// events queries the audit log as an auditor of tenant, once what was
+// committed is integrated (queries other than by call or decision id see
+// an event within a fraction of a second of its commit; tests wait for it).
 func (h *harness) events(tenant, query string) []map[string]any {
 	h.t.Helper()
+	h.sync(tenant)
 	r := h.do("GET", "/v1/audit/events?"+query, h.token(tenant, "auditor-1", "auditor"), nil)
 	if r.status != 200 {
 		h.t.Fatalf("audit query: %d %s", r.status, r.raw)
