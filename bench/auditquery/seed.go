@@ -151,10 +151,11 @@ func uuidV7(r *rand.Rand, ms int64) string {
 	return string(s[:])
 }
 
-// chainGen produces one (tenant, chain) segment of n events, oldest first,
-// as valid chained events: seq from 1, prev_hash linking, hash computed
-// with audit.ComputeHash over the canonical JSON, raw the canonical JSON
-// with the hash, exactly as audit.Log stores them.
+// chainGen produces one generator's share (two run in parallel) of a
+// tenant's events, oldest first, as valid events: hash computed with
+// audit.ComputeHash over the canonical JSON, raw the canonical JSON with
+// the hash, exactly as audit.Log appends them (the integrator then puts
+// them into the tenant's tree).
 type chainGen struct {
 	tenant, chain string
 	n             int
@@ -181,11 +182,10 @@ func (g *chainGen) run(ctx context.Context, size int, out chan<- batch) error {
 	}
 	t := g.m.start.UnixMilli()
 	var seq int64
-	prev := ""
 	b := batch{}
 	emit := func(ev *audit.Event) error {
 		seq++
-		ev.Chain, ev.Seq, ev.PrevHash, ev.Hash = g.chain, seq, prev, ""
+		ev.Chain, ev.Seq, ev.PrevHash, ev.Hash = "", 0, "", "" // as audit.Log writes events now
 		raw, err := canonical(ev)
 		if err != nil {
 			return err
@@ -198,7 +198,6 @@ func (g *chainGen) run(ctx context.Context, size int, out chan<- batch) error {
 		if raw, err = canonical(ev); err != nil {
 			return err
 		}
-		prev = h
 		b.events = append(b.events, ev)
 		b.raws = append(b.raws, raw)
 		if len(b.events) == size {
@@ -317,8 +316,8 @@ func canonical(ev *audit.Event) ([]byte, error) {
 	return v, nil
 }
 
-// seedTenant inserts n events for tenant, split over two chains generated
-// in parallel, in batches of size rows per Store.Insert (one transaction
+// seedTenant appends n events for tenant, from two generators running in
+// parallel, in batches of size rows per Store.Insert (one transaction
 // each). It returns samples of the seeded ids.
 func seedTenant(ctx context.Context, store audit.Store, m *model, tenant string, n, size int, seed uint64, progress func(done int)) (samples, error) {
 	ctx, cancel := context.WithCancel(ctx)

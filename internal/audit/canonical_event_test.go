@@ -120,10 +120,12 @@ func fill(t *testing.T, v reflect.Value) {
 }
 
 // Every field of Event, present or new, must reach the hashed bytes: a
-// field the one-pass writer forgot would silently fall out of the chain.
+// field the one-pass writer forgot would silently fall out of the hash.
+// The one exception is LogIndex, assigned after the event was hashed.
 func TestCanonicalEventCoversEveryField(t *testing.T) {
 	var ev Event
 	fill(t, reflect.ValueOf(&ev).Elem())
+	ev.LogIndex = nil
 	raw, err := json.Marshal(&ev)
 	if err != nil {
 		t.Fatal(err)

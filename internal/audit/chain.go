@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -15,26 +16,44 @@ import (
 // HashPrefix starts every event hash.
 const HashPrefix = "sha256:"
 
-// ComputeHash recomputes the hash of a stored event from its raw JSON.
-// Auditors can reproduce it with any RFC 8785 implementation:
+// ComputeHash recomputes the hash of an event from its JSON (as stored,
+// as the API returns it, or a line of an ndjson export). Auditors can
+// reproduce it with any RFC 8785 implementation:
 //
 //	hash = "sha256:" + hex(sha256(C))
 //
 // where C is the RFC 8785 canonical JSON (JCS) of the event's JSON object
-// with its "hash" member removed. Every other member takes part, including
-// "chain", "seq" and "prev_hash", so each event commits to its predecessor
-// (the chain is by inclusion). The first event of a (tenant, chain) has seq 1
-// and prev_hash "". The raw JSON a Store keeps is the canonical JSON of the
-// full event, "hash" included.
+// with its "hash" and "log_index" members removed (log_index is assigned
+// after the event was hashed). Every other member takes part, "chain",
+// "seq" and "prev_hash" included. Events of the hash-chain era commit to
+// their predecessor that way (seq from 1, prev_hash of the first ""); events
+// written since carry chain "", seq 0 and prev_hash "", and the tenant's
+// Merkle tree commits to their order: its leaf for an event is the 32 bytes
+// of this SHA-256. The raw JSON a Store keeps is the canonical JSON of the
+// full event, "hash" included, "log_index" never.
 //
-// ComputeHash ignores the value of an existing "hash" member; it fails when
-// raw is not a JSON object.
+// ComputeHash ignores the values of existing "hash" and "log_index"
+// members; it fails when raw is not a JSON object.
 func ComputeHash(raw []byte) (string, error) {
-	content, _, err := splitHash(raw)
+	content, _, _, err := splitHash(raw)
 	if err != nil {
 		return "", err
 	}
 	return hashOf(content), nil
+}
+
+// HashBytes returns the 32 raw bytes of an event hash ("sha256:" + 64 hex
+// digits): the event's entry in its tenant's Merkle tree.
+func HashBytes(hash string) ([]byte, error) {
+	hexed, ok := strings.CutPrefix(hash, HashPrefix)
+	if !ok || len(hexed) != 2*sha256.Size {
+		return nil, errors.New("audit: not a sha256 event hash")
+	}
+	b, err := hex.DecodeString(hexed)
+	if err != nil {
+		return nil, errors.New("audit: not a sha256 event hash")
+	}
+	return b, nil
 }
 
 // hashOf hashes canonical content.
@@ -44,66 +63,73 @@ func hashOf(content []byte) string {
 }
 
 // splitHash returns the canonical JSON of the object raw without its "hash"
-// member, and that member's string value ("" when absent).
-func splitHash(raw []byte) (content []byte, hash string, err error) {
+// and "log_index" members, the hash member's string value ("" when absent),
+// and whether a log_index member was present.
+func splitHash(raw []byte) ([]byte, string, bool, error) {
+	var hash string
+	var hasIndex bool
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, "", errors.New("audit: stored event is not a JSON object")
+		return nil, "", false, errors.New("audit: stored event is not a JSON object")
 	}
 	var buf bytes.Buffer
 	enc := jsontext.NewEncoder(&buf)
 	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, "", fmt.Errorf("audit: stored event: %w", err)
+			return nil, "", false, fmt.Errorf("audit: stored event: %w", err)
 		}
 		name := tok.String() // the token is only valid until the next read
 		val, err := dec.ReadValue()
 		if err != nil {
-			return nil, "", fmt.Errorf("audit: stored event: %w", err)
+			return nil, "", false, fmt.Errorf("audit: stored event: %w", err)
+		}
+		if name == "log_index" {
+			hasIndex = true
+			continue
 		}
 		if name == "hash" {
 			if val.Kind() != '"' {
-				return nil, "", errors.New("audit: stored event hash is not a string")
+				return nil, "", false, errors.New("audit: stored event hash is not a string")
 			}
 			var s string
 			if err := json.Unmarshal(val, &s); err != nil {
-				return nil, "", err
+				return nil, "", false, err
 			}
 			hash = s
 			continue
 		}
 		if err := enc.WriteToken(jsontext.String(name)); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if err := enc.WriteValue(val); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return nil, "", fmt.Errorf("audit: stored event: %w", err)
+		return nil, "", false, fmt.Errorf("audit: stored event: %w", err)
 	}
 	if _, err := dec.ReadToken(); err == nil {
-		return nil, "", errors.New("audit: stored event has trailing data")
+		return nil, "", false, errors.New("audit: stored event has trailing data")
 	}
 	if err := enc.WriteToken(jsontext.EndObject); err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	v := jsontext.Value(bytes.TrimSpace(buf.Bytes()))
 	if err := v.Canonicalize(); err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	return v, hash, nil
+	return v, hash, hasIndex, nil
 }
 
 // template is an event's canonical JSON with its chain link left open:
-// "hash":"", "prev_hash":"" and "seq":0 hold places the writer fills. The
-// expensive part (marshal, canonicalize) happens in the appending goroutine;
-// the single writer only splices in the link and hashes, so it never
-// becomes the bottleneck of group commit.
+// "hash":"", "prev_hash":"" and "seq":0 hold places link fills. Events of
+// the tree era are linked with seq 0 and prev_hash "" in the appending
+// goroutine, so the single writer only inserts and never becomes the
+// bottleneck of group commit; tests link hash-chain-era events with it.
 type template struct {
 	b        []byte
 	hashName int // offset of the "hash" member's name

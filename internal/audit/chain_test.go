@@ -35,11 +35,20 @@ func goldenEvent(i int) *audit.Event {
 // The hash definition is a contract with auditors: these values must only
 // change with a documented, versioned change of the definition. They were
 // cross-checked with an independent JCS implementation (Python json.dumps
-// with sorted keys and compact separators, exact for these values).
-var goldenHashes = []string{
-	"sha256:b28b16738933978864c14922129d845006edacbd92e1cb0e39d40f1fcac34a44",
-	"sha256:66a88399c8802cccb6c7cfe5842307716a61653ecb3849d9c14a924abc29bbc6",
-}
+// with sorted keys, compact separators and ensure_ascii=False, exact for
+// these values). goldenHashes are of events as the log writes them now
+// (chain "", seq 0, prev_hash ""), chainHashes of the same events as the
+// hash-chain era wrote them (chain "main", seq 1 and 2, linked).
+var (
+	goldenHashes = []string{
+		"sha256:ead30ee1a7b32fba5a905cab34a37ec203bc0eaf39b3f696d109611aa09b4b85",
+		"sha256:c5dfa1de4b21d15677c4e26944b49d109ec8fcb28c3e5e145b6b73f83c536d3f",
+	}
+	chainHashes = []string{
+		"sha256:b28b16738933978864c14922129d845006edacbd92e1cb0e39d40f1fcac34a44",
+		"sha256:66a88399c8802cccb6c7cfe5842307716a61653ecb3849d9c14a924abc29bbc6",
+	}
+)
 
 func TestHashDefinition(t *testing.T) {
 	s := openSQLite(t, filepath.Join(t.TempDir(), "audit.db"))
@@ -48,14 +57,13 @@ func TestHashDefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	prev := ""
 	for i := range goldenHashes {
 		ev := goldenEvent(i)
 		if err := l.Append(t.Context(), ev); err != nil {
 			t.Fatal(err)
 		}
 		// Recompute from the definition: canonical JSON of the event object
-		// without "hash", SHA-256, hex, "sha256:" prefix.
+		// without "hash" (and "log_index"), SHA-256, hex, "sha256:" prefix.
 		b, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)
@@ -67,13 +75,35 @@ func TestHashDefinition(t *testing.T) {
 		delete(m, "hash")
 		sum := sha256.Sum256([]byte(canon(t, m)))
 		want := "sha256:" + hex.EncodeToString(sum[:])
-		if ev.Hash != want || ev.PrevHash != prev || ev.Seq != int64(i+1) {
-			t.Fatalf("event %d: hash %s prev %q seq %d; want hash %s prev %q seq %d", i, ev.Hash, ev.PrevHash, ev.Seq, want, prev, i+1)
+		if ev.Hash != want || ev.PrevHash != "" || ev.Seq != 0 || ev.Chain != "" {
+			t.Fatalf("event %d: hash %s chain %q seq %d prev %q; want hash %s and no chain link", i, ev.Hash, ev.Chain, ev.Seq, ev.PrevHash, want)
 		}
 		if ev.Hash != goldenHashes[i] {
 			t.Fatalf("event %d: hash %s, golden %s: the hash definition changed", i, ev.Hash, goldenHashes[i])
 		}
-		prev = ev.Hash
+		// log_index is not part of it.
+		idx := int64(7)
+		ev.LogIndex = &idx
+		if b, err = json.Marshal(ev); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := audit.ComputeHash(b); err != nil || h != goldenHashes[i] {
+			t.Fatalf("event %d with a log_index hashes to %s, %v", i, h, err)
+		}
+	}
+	// Events of the hash-chain era keep their hashes.
+	prev := ""
+	for i := range chainHashes {
+		ev := goldenEvent(i)
+		ev.Chain, ev.Seq, ev.PrevHash = "main", int64(i+1), prev
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := audit.ComputeHash(b); err != nil || h != chainHashes[i] {
+			t.Fatalf("hash-chain era event %d hashes to %s, %v; golden %s", i, h, err, chainHashes[i])
+		}
+		prev = chainHashes[i]
 	}
 }
 

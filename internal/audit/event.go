@@ -1,8 +1,12 @@
-// Package audit is the append-only, hash-chained decision log. A Log sits in
-// front of a Store: it assigns chain positions and hashes, batches
-// concurrent appends into one transaction (group commit), and applies
-// backpressure instead of dropping events. Stores (SQLite, PostgreSQL, in
-// internal/store) only persist and query.
+// Package audit is the append-only decision log, provable as a Merkle tree
+// per tenant. A Log sits in front of a Store: it hashes events, batches
+// concurrent appends into one transaction (group commit) into the store's
+// narrow append table, and applies backpressure instead of dropping events.
+// Behind the hot path one integrator per tenant moves committed events in
+// large batches into the queryable events table, assigns each its
+// log_index, integrates their hashes into the tenant's RFC 6962 tree
+// (internal/tlog) and publishes signed checkpoints. Stores (SQLite,
+// PostgreSQL, in internal/store) only persist and query.
 package audit
 
 import (
@@ -12,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // Phases of an event.
@@ -52,11 +58,19 @@ type Event struct {
 	// Question links the events of an ask-user call and its answer.
 	Question *QuestionInfo `json:"question,omitempty"`
 	// Shadow is what the shadow policy would have decided.
-	Shadow   *ShadowInfo `json:"shadow,omitempty"`
-	Chain    string      `json:"chain"` // chain segment (one per writer/replica)
-	Seq      int64       `json:"seq"`   // position in (tenant, chain), from 1
-	PrevHash string      `json:"prev_hash"`
-	Hash     string      `json:"hash"`
+	Shadow *ShadowInfo `json:"shadow,omitempty"`
+	// Chain, Seq and PrevHash are the hash chain of events written before
+	// the Merkle tree (chain segment, position from 1, predecessor's
+	// hash); they still verify. Events written since have "", 0 and "":
+	// the tenant's tree orders them (LogIndex).
+	Chain    string `json:"chain"`
+	Seq      int64  `json:"seq"`
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+	// LogIndex is the event's position in its tenant's Merkle tree, set
+	// once the event is integrated (normally within a second of its
+	// commit). It is not part of the hashed content.
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 // ResultInfo summarizes what a tool returned. Error is an internal
@@ -122,11 +136,26 @@ type Page struct {
 	NextCursor string // empty on the last page
 }
 
-// VerifyResult is the outcome of recomputing a tenant's chains.
+// VerifyResult is the outcome of verifying a tenant's log (Verify,
+// VerifyCheckpoint).
 type VerifyResult struct {
-	OK            bool   `json:"ok"`
-	EventsChecked int    `json:"events_checked"`
+	OK bool `json:"ok"`
+	// EventsChecked counts the stored events read, up to and including
+	// the first bad one.
+	EventsChecked int `json:"events_checked"`
+	// FirstBadEvent is the id of the first event that fails, when an
+	// event is to blame; a missing one is named "(log_index N)".
 	FirstBadEvent string `json:"first_bad_event,omitempty"`
+	// Problem says what is wrong, in a sentence, when OK is false.
+	Problem string `json:"problem,omitempty"`
+	// TreeSize is the number of events integrated into the tenant's tree.
+	TreeSize int64 `json:"tree_size"`
+	// CheckpointSize is the size of the largest signed checkpoint the log
+	// was checked against (0: none).
+	CheckpointSize int64 `json:"checkpoint_size"`
+	// EventsPruned counts the events retention deleted from the front of
+	// the log; the tree still commits to them.
+	EventsPruned int64 `json:"events_pruned,omitempty"`
 }
 
 // Errors callers inspect with errors.Is.
@@ -146,20 +175,28 @@ var (
 	// commit failed and a probe write failed too (a full disk, a read-only
 	// file or database). It wraps ErrUnavailable.
 	ErrCommitsFailing = fmt.Errorf("%w: commits failing", ErrUnavailable)
+	// ErrNotIntegrated: the event is committed but not yet in its
+	// tenant's tree (it has no log_index; retry within a second). It
+	// wraps ErrNotFound for callers that only know that one.
+	ErrNotIntegrated = fmt.Errorf("%w: not yet integrated into the tree", ErrNotFound)
+	// ErrBadCheckpoint: a checkpoint note given to VerifyCheckpoint does
+	// not open: malformed, not signed by this gateway's keys (current or
+	// previous), or of another tenant's log. It wraps the tlog error.
+	ErrBadCheckpoint = errors.New("audit: checkpoint does not verify")
+	// ErrProofRange: a proof was asked for sizes the tree does not have
+	// (a size above the tree's, from above to, an event not below size).
+	ErrProofRange = errors.New("audit: proof range out of bounds")
 )
 
-// Head is the last link of one (tenant, chain).
-type Head struct {
-	Seq  int64
-	Hash string
-}
-
-// Row is one stored event as Scan returns it: the raw JSON that was hashed
-// and the indexed columns a store keeps beside it for queries. Verify checks
-// every column against the raw JSON, so tampering with either is detected.
-// Raw is only valid during the Scan callback.
+// Row is one integrated event as Scan returns it: the raw JSON that was
+// hashed, the indexed columns a store keeps beside it for queries, and the
+// tree's stored leaf for its log index. Verify checks every column against
+// the raw JSON and the leaf against the hash, so tampering with either is
+// detected. Raw and Leaf are only valid during the Scan callback.
 type Row struct {
 	Raw        []byte
+	LogIndex   int64
+	Leaf       []byte // the level-0 tree node at LogIndex; nil when missing
 	Tenant     string
 	Chain      string
 	Seq        int64
@@ -175,14 +212,14 @@ type Row struct {
 	Hash       string
 }
 
-// Entry is one chained event as the Log hands it to Store.Insert.
+// Entry is one hashed event as the Log hands it to Store.Insert.
 type Entry struct {
-	// Event has its chain fields (ID, Chain, Seq, PrevHash, Hash) set.
-	// Insert reads its scalar fields for the indexed columns only, and must
-	// not retain or modify it.
+	// Event has its ID, Time and Hash set (Chain "", Seq 0, PrevHash "").
+	// Insert reads its scalar fields for the append table's columns only,
+	// and must not retain or modify it.
 	Event *Event
-	// Raw is the exact JSON that was hashed: stored verbatim, returned by
-	// Scan.
+	// Raw is the exact canonical JSON that was hashed, "hash" included:
+	// stored verbatim, returned by Get and Scan.
 	Raw []byte
 	// Record, when set, is a row of another repository that the event
 	// announces and that must not exist without it, nor it without the
@@ -214,31 +251,50 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // another tenant's events are indistinguishable from missing ones. All
 // stores pass storetest. The store's opener owns its connections: a Store
 // has no Close.
+//
+// A store keeps events in two places: a narrow append table that Insert
+// writes on the hot path (one key, in commit order), and the queryable
+// events table with its indexes, which only Integrate writes. Get and
+// queries by call_id or decision_id read both, in one snapshot, so that
+// an event is found there from its commit on; other queries read the
+// events table only.
 type Store interface {
-	// Insert commits the entries in one transaction, their records
-	// included: all or none, durable on return.
+	// Insert commits the entries into the append table in one
+	// transaction, their records included: all or none, durable on
+	// return.
 	Insert(ctx context.Context, entries []Entry) error
-	// Heads returns the last link of every tenant's segment of chain.
-	Heads(ctx context.Context, chain string) (map[string]Head, error)
 	// Query returns events matching f, newest first, with cursor paging.
+	// Events still in the append table are included when f names a
+	// CallID or DecisionID.
 	Query(ctx context.Context, tenant string, f Filter) (Page, error)
-	// Get returns one event or ErrNotFound.
+	// Get returns one event (LogIndex set once integrated) or ErrNotFound.
 	Get(ctx context.Context, tenant, id string) (*Event, error)
-	// Scan calls fn for each stored row of tenant, ordered by the chain and
-	// seq columns ascending, with the raw JSON as stored and the indexed
-	// columns beside it, so that Verify can check that both agree. It stops
-	// and returns fn's error when fn fails.
-	Scan(ctx context.Context, tenant string, fn func(Row) error) error
-	// Prune deletes, in every (tenant, chain), the longest prefix of events
-	// older than cutoff, always keeping the chain's last event, and records
-	// a Checkpoint at the cut in the same transaction. It refuses (and
-	// reports with ErrBrokenChain, going on with the other chains) a chain
-	// whose prefix has a gap or does not follow its checkpoint, so pruning
-	// never hides a deletion.
-	Prune(ctx context.Context, cutoff time.Time) (PruneResult, error)
-	// Checkpoints returns the tenant's checkpoints by chain (empty when
-	// nothing was pruned).
-	Checkpoints(ctx context.Context, tenant string) (map[string]Checkpoint, error)
+	// Tree returns the tenant's tree as last integrated (the zero
+	// TreeHead for a tenant with none).
+	Tree(ctx context.Context, tenant string) (TreeHead, error)
+	// Scan calls fn for each integrated event of tenant with from <=
+	// log_index < to, in log_index order, with the raw JSON as stored, the
+	// indexed columns and the stored leaf beside it, so that Verify can
+	// check that all agree. It stops and returns fn's error when fn fails.
+	Scan(ctx context.Context, tenant string, from, to int64, fn func(Row) error) error
+	// Nodes reads stored nodes of the tenant's tree (tlog.NodeReader).
+	Nodes(ctx context.Context, tenant string, ids []tlog.NodeID) ([][]byte, error)
+	// IntegrationWork lists the tenants that have committed events not
+	// yet integrated (in the append table, or events of the hash-chain
+	// era without a log_index), or a tree grown past its latest
+	// checkpoint.
+	IntegrationWork(ctx context.Context) ([]string, error)
+	// Integrate runs fn in one transaction that owns the tenant's tree:
+	// no other integrator (in this process or, on PostgreSQL, in any
+	// replica) changes it meanwhile. With wait false it returns (false,
+	// nil) at once when another one holds it. The transaction commits
+	// when fn returns nil and rolls back otherwise.
+	Integrate(ctx context.Context, tenant string, wait bool, fn func(context.Context, TreeTx) error) (bool, error)
+	// LegacyCheckpoints returns the tenant's retention checkpoints of the
+	// hash-chain era by chain (empty when nothing was pruned then).
+	LegacyCheckpoints(ctx context.Context, tenant string) (map[string]Checkpoint, error)
+	// Tenants lists the tenants that have a tree (for retention).
+	Tenants(ctx context.Context) ([]string, error)
 	// Ping reports whether the store can be reached (it reads).
 	Ping(ctx context.Context) error
 	// Probe commits a write that adds no event, through the same
@@ -246,6 +302,96 @@ type Store interface {
 	// could commit now. The Log probes while its commits are failing, so
 	// that readiness recovers without traffic.
 	Probe(ctx context.Context) error
+}
+
+// TreeHead is a tenant's tree as stored: its size and compact state (the
+// next log index is Size), its root, how much retention cut off its front,
+// and the latest signed checkpoint.
+type TreeHead struct {
+	Size  int64
+	State []byte // tlog.State.MarshalBinary; nil for an empty tree
+	Root  []byte
+	// Pruned: the events below this log index were deleted by retention
+	// (the tree keeps their nodes). PrunedBeforeMS is that prune's cutoff.
+	Pruned         int64
+	PrunedBeforeMS int64
+	// Checkpoint is the latest signed checkpoint note (nil: none yet), of
+	// the tree of CheckpointSize events, signed at CheckpointMS.
+	Checkpoint     []byte
+	CheckpointSize int64
+	CheckpointMS   int64
+}
+
+// PendingRow is a committed event not yet integrated, as TreeTx.Pending
+// returns it. Raw is valid until the transaction ends.
+type PendingRow struct {
+	Seq  int64 // the append table's key: commit order
+	ID   string
+	Hash string
+	Raw  []byte
+}
+
+// LegacyRow is an event of the hash-chain era that has no log index yet.
+type LegacyRow struct {
+	ID   string
+	Hash string
+}
+
+// IntegratedEvent moves one pending row (Seq) into the events table at
+// LogIndex, with the indexed columns decoded from its raw JSON.
+type IntegratedEvent struct {
+	Seq                                                            int64
+	LogIndex                                                       int64
+	ID                                                             string
+	TimeMS                                                         int64
+	Tool, Principal, Outcome, Phase, SessionID, CallID, DecisionID string
+}
+
+// LegacyIndex gives a hash-chain-era event (by id) its log index.
+type LegacyIndex struct {
+	ID       string
+	LogIndex int64
+}
+
+// TreeAppend is one integrated batch as TreeTx.Append writes it: the
+// events, the tree nodes that became complete, and the new tree.
+type TreeAppend struct {
+	From   int64 // the tree size the batch starts at
+	Events []IntegratedEvent
+	Legacy []LegacyIndex
+	Nodes  []tlog.Node
+	Size   int64 // From + len(Events) + len(Legacy)
+	State  []byte
+	Root   []byte
+}
+
+// TreeTx is one transaction of Store.Integrate, owning one tenant's tree.
+type TreeTx interface {
+	// Tree reads the tree.
+	Tree(ctx context.Context) (TreeHead, error)
+	// Legacy returns up to max hash-chain-era events without a log index,
+	// in (chain, seq) order.
+	Legacy(ctx context.Context, max int) ([]LegacyRow, error)
+	// Pending returns up to max committed events of the tenant not yet
+	// integrated, in commit order.
+	Pending(ctx context.Context, max int) ([]PendingRow, error)
+	// Append integrates a batch: inserts the events into the events table
+	// and deletes them from the append table, sets the legacy events' log
+	// indexes, inserts the nodes (never updating one) and stores the new
+	// tree. It fails when the tree is no longer of size a.From.
+	Append(ctx context.Context, a TreeAppend) error
+	// Nodes reads nodes, those Append wrote in this transaction included.
+	Nodes(ctx context.Context, ids []tlog.NodeID) ([][]byte, error)
+	// PutCheckpoint stores a signed checkpoint of the tree of size
+	// events as the latest.
+	PutCheckpoint(ctx context.Context, note []byte, size, ms int64) error
+	// Ages returns the event times (Unix ms) of up to max events from log
+	// index from on, in log index order, with their log indexes.
+	Ages(ctx context.Context, from int64, max int) (indexes, timesMS []int64, err error)
+	// Prune deletes the events with from <= log_index < to and records
+	// that the tree's events below to were pruned at cutoffMS. It returns
+	// the events deleted.
+	Prune(ctx context.Context, from, to, cutoffMS int64) (int64, error)
 }
 
 // DecodeEvent decodes a stored event (its raw JSON).

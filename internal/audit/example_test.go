@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // A Log on the embedded SQLite store: append a decision event with a masked
-// input, read it back, and verify the tenant's chain.
+// input, read it back, integrate it into the tenant's Merkle tree (the
+// integrator does within a fraction of a second; Sync does it now), and
+// verify the tenant's log.
 func ExampleLog() {
 	dir, _ := os.MkdirTemp("", "audit-example")
 	defer os.RemoveAll(dir)
@@ -22,7 +26,11 @@ func ExampleLog() {
 		panic(err)
 	}
 	defer db.Close()
-	log, err := audit.NewLog(db.Audit(), audit.LogOptions{})
+	key, err := tlog.LoadOrCreateSigner(filepath.Join(dir, "audit-signing.key"), tlog.KeyName)
+	if err != nil {
+		panic(err)
+	}
+	log, err := audit.NewLog(db.Audit(), audit.LogOptions{Signer: key})
 	if err != nil {
 		panic(err)
 	}
@@ -37,12 +45,23 @@ func ExampleLog() {
 	if err := log.Append(ctx, ev); err != nil { // durable when it returns
 		panic(err)
 	}
-	got, _ := log.Get(ctx, "acme", ev.ID)
-	fmt.Println(got.Seq, got.PrevHash == "", got.Input["args"])
+	got, _ := log.Get(ctx, "acme", ev.ID) // found at once, by id, call or decision
+	fmt.Println(got.Hash == ev.Hash, got.Input["args"])
+
+	if err := log.Sync(ctx, "acme"); err != nil {
+		panic(err)
+	}
+	got, _ = log.Get(ctx, "acme", ev.ID)
+	fmt.Println("log_index", *got.LogIndex)
 
 	res, _ := log.Verify(ctx, "acme")
 	fmt.Println(res.OK, res.EventsChecked)
+	note, _ := log.Checkpoint(ctx, "acme") // the signed checkpoint an auditor keeps
+	fmt.Println(strings.SplitN(string(note), "\n", 2)[0])
 	// Output:
-	// 1 true map[content:**masked** path:.env]
+	// true map[content:**masked** path:.env]
+	// log_index 0
 	// true 1
+	// toolgate/acme
+
 }

@@ -55,14 +55,17 @@ type OPABundle struct {
 	Revision string `json:"revision"`
 }
 
-// OPACustom ties an OPAEvent back to the hash-chained event it was made
-// from, so an auditor can check it against the verified log.
+// OPACustom ties an OPAEvent back to the audit event it was made from, so
+// an auditor can check it against the verified log: its hash, and its
+// place in the tenant's Merkle tree (Seq for events of the hash-chain
+// era, 0 since).
 type OPACustom struct {
-	EventID string `json:"event_id"`
-	CallID  string `json:"call_id"`
-	Phase   string `json:"phase"`
-	Seq     int64  `json:"seq"`
-	Hash    string `json:"hash"`
+	EventID  string `json:"event_id"`
+	CallID   string `json:"call_id"`
+	Phase    string `json:"phase"`
+	Seq      int64  `json:"seq"`
+	Hash     string `json:"hash"`
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 // allowOutcomes are the outcomes of calls allowed to run.
@@ -89,7 +92,7 @@ var allowOutcomes = map[string]bool{"allow": true, "ok": true, "tool_error": tru
 //     not stored, so they are found by walking the input (a literal
 //     "**masked**" argument is listed too). erased: always empty.
 //   - metrics: durations_us as "timer_toolgate_<stage>_ns" in nanoseconds.
-//   - custom: the event's id, call_id, phase, seq and hash.
+//   - custom: the event's id, call_id, phase, seq, hash and log_index.
 func ToOPAEvent(ev *Event) OPAEvent {
 	out := OPAEvent{
 		DecisionID: ev.DecisionID,
@@ -105,7 +108,7 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		Labels:    map[string]string{"id": ev.Chain, "version": OPAVersionLabel, "tenant": ev.Tenant},
 		Masked:    MaskedPointers(ev.Input, "/input"),
 		Erased:    []string{},
-		Custom:    OPACustom{EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Seq: ev.Seq, Hash: ev.Hash},
+		Custom:    OPACustom{EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex},
 	}
 	if ev.Outcome == "unavailable" {
 		out.Path = OPAPathAvailability

@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -140,4 +142,82 @@ func parseTimeMS(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: time is not RFC 3339", ErrInvalidEvent)
 	}
 	return t.UnixMilli(), nil
+}
+
+// Matches reports whether ev passes f's equality filters and time bounds
+// (not its cursor). Stores use it for events still in their append
+// table, which has no columns to filter on.
+func (f Filter) Matches(ev *Event) bool {
+	for _, c := range [][2]string{
+		{f.Tool, ev.Tool}, {f.Principal, ev.Principal}, {f.Outcome, ev.Outcome}, {f.Phase, ev.Phase},
+		{f.SessionID, ev.SessionID}, {f.CallID, ev.CallID}, {f.DecisionID, ev.DecisionID},
+	} {
+		if c[0] != "" && c[0] != c[1] {
+			return false
+		}
+	}
+	ms, err := ev.TimeMS()
+	if err != nil {
+		return false
+	}
+	if lo, ok := f.FromMS(); ok && ms < lo {
+		return false
+	}
+	if hi, ok := f.ToMS(); ok && ms > hi {
+		return false
+	}
+	return true
+}
+
+// NeedsPending reports whether a query with f must also read events not
+// yet integrated: lookups by call_id or decision_id see an event from its
+// commit on, other queries once it is integrated.
+func (f Filter) NeedsPending() bool { return f.CallID != "" || f.DecisionID != "" }
+
+// Positioned is an event with its place in the newest-first order.
+type Positioned struct {
+	Pos Position
+	Ev  *Event
+}
+
+// PageOf builds the page of f (normalized) from rows, the events table's
+// matches after the cursor newest first (at most f.Limit+1 of them), and
+// pending, events of the append table in any order that Matches selects.
+// Pending events at or before the cursor position are skipped; the rest
+// are merged in. NextCursor is set when more than f.Limit events remain.
+func PageOf(tenant string, f Filter, rows, pending []Positioned) (Page, error) {
+	pos, hasPos, err := DecodeCursor(tenant, f)
+	if err != nil {
+		return Page{}, err
+	}
+	all := rows
+	if len(pending) > 0 {
+		all = slices.Clone(rows)
+		for _, p := range pending {
+			if !hasPos || p.Pos.before(pos) {
+				all = append(all, p)
+			}
+		}
+		slices.SortFunc(all, func(a, b Positioned) int {
+			if c := cmp.Compare(b.Pos.TimeMS, a.Pos.TimeMS); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.Pos.ID, a.Pos.ID)
+		})
+	}
+	var page Page
+	for i, p := range all {
+		if i == f.Limit {
+			page.NextCursor = EncodeCursor(tenant, f, all[i-1].Pos)
+			break
+		}
+		page.Events = append(page.Events, p.Ev)
+	}
+	return page, nil
+}
+
+// before reports whether p comes after q in the newest-first order, i.e.
+// (p.TimeMS, p.ID) < (q.TimeMS, q.ID).
+func (p Position) before(q Position) bool {
+	return p.TimeMS < q.TimeMS || p.TimeMS == q.TimeMS && p.ID < q.ID
 }

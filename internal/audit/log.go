@@ -11,18 +11,39 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // LogOptions configure a Log. Zero values take the defaults.
 type LogOptions struct {
-	// Chain names this writer's chain segment; one per replica, so replicas
-	// never contend on one chain head. Default "main".
-	Chain string
 	// QueueSize bounds the events waiting for the writer; beyond it Append
 	// fails fast with ErrOverloaded. Default 4096.
 	QueueSize int
 	// MaxBatch bounds the events committed in one transaction. Default 256.
 	MaxBatch int
+	// Signer signs the tenants' checkpoints (tlog.LoadOrCreateSigner of
+	// audit.signing_key_file). Every replica of one database must use the
+	// same key. Default: a new key held in memory only, for tests and
+	// tools (its checkpoints cannot be verified after the process ends).
+	Signer *tlog.Signer
+	// CheckpointInterval is how soon a checkpoint covers a new event:
+	// after integrating, a tenant's tree gets a new signed checkpoint when
+	// it grew and its latest is at least this old. Default 1s.
+	CheckpointInterval time.Duration
+	// CheckpointFile, when set, gets every checkpoint this Log signs
+	// appended (the note, then an empty line): a witness to ship
+	// elsewhere. Created with mode 0600.
+	CheckpointFile string
+	// IntegrateInterval is how often the integrator looks for committed
+	// events to move into the tree (also those of other replicas);
+	// default 200ms. It runs sooner when IntegrateBatch events are
+	// waiting.
+	IntegrateInterval time.Duration
+	// IntegrateBatch bounds the events integrated in one transaction.
+	// Default 1024 (the SQLite store asks for 256: its integration holds
+	// the one write lock the hot path needs too).
+	IntegrateBatch int
 	// Now is the clock for event times. Default time.Now.
 	Now func() time.Time
 	// NewID makes event ids. Default: UUID v7 strings.
@@ -33,17 +54,18 @@ type LogOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// Log is the append-only, hash-chained audit log in front of a Store. It is
-// the only audit type the rest of the gateway talks to.
+// Log is the append-only audit log in front of a Store. It is the only
+// audit type the rest of the gateway talks to.
 //
-// Appends are group-committed: one writer goroutine drains a bounded queue,
-// takes whatever is queued when it wakes (up to MaxBatch, it never waits for
-// more), assigns each event its (tenant, chain) position and hash in queue
-// order, commits the batch with one Store.Insert and then wakes every
-// waiter with the result.
+// Appends are group-committed: the appending goroutine encodes and hashes
+// its event; one writer goroutine drains a bounded queue, takes whatever is
+// queued when it wakes (up to MaxBatch, it never waits for more), commits
+// the batch into the store's append table with one Store.Insert and then
+// wakes every waiter with the result. Behind it an integrator goroutine
+// moves committed events into the tenants' Merkle trees and signs
+// checkpoints (see Sync).
 type Log struct {
 	store    Store
-	chain    string
 	maxBatch int
 	now      func() time.Time
 	newID    func() string
@@ -57,17 +79,11 @@ type Log struct {
 	queue  chan *pending
 	done   chan struct{} // closed when the writer has drained and exited
 
-	// heads are the chain heads of committed events, written only by the
-	// writer; headsMu lets Verify read them.
-	headsMu sync.Mutex
-	heads   map[string]Head
-	// stale is writer-only: a failed commit may or may not have landed, so
-	// the heads are reloaded from the store before the next batch.
-	stale bool
-
 	// health is the outcome of the last write (a batch or a probe), for
 	// readiness.
 	health health
+
+	tree *integrator
 }
 
 // health tracks whether the store's writes are failing. gen counts the
@@ -102,22 +118,20 @@ func (h *health) recordIf(gen uint64, err error) {
 	h.mu.Unlock()
 }
 
-// pending is one queued append. ev is the Log's own copy of the event;
-// rec is the record that commits with it (Entry.Record), if any.
+// pending is one queued append. ev is the Log's own copy of the event,
+// raw its canonical JSON with its hash; rec is the record that commits
+// with it (Entry.Record), if any.
 type pending struct {
 	ev     *Event
+	raw    []byte
 	rec    any
-	tmpl   template
 	result chan error // buffered: the writer never blocks on a waiter
 }
 
-// NewLog starts a Log on store. It loads the chain heads, so that a
-// restarted gateway continues its chain, and starts the writer goroutine;
-// Close stops it. Close does not close the store: its opener owns it.
+// NewLog starts a Log on store: its writer and its integrator
+// goroutines; Close stops them. Close does not close the store: its
+// opener owns it.
 func NewLog(store Store, opts LogOptions) (*Log, error) {
-	if opts.Chain == "" {
-		opts.Chain = "main"
-	}
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 4096
 	}
@@ -133,38 +147,33 @@ func NewLog(store Store, opts LogOptions) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	heads, err := store.Heads(context.Background(), opts.Chain)
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading chain heads: %w", ErrUnavailable, err)
-	}
-	if heads == nil {
-		heads = map[string]Head{}
-	}
 	l := &Log{
 		store:    store,
-		chain:    opts.Chain,
 		maxBatch: opts.MaxBatch,
 		now:      opts.Now,
 		newID:    opts.NewID,
 		logger:   opts.Logger,
 		queue:    make(chan *pending, opts.QueueSize),
 		done:     make(chan struct{}),
-		heads:    heads,
 	}
+	var err error
 	l.m, err = newLogMetrics(opts.Registerer, func() int { return len(l.queue) })
 	if err != nil {
 		return nil, err
 	}
+	if l.tree, err = newIntegrator(l, opts); err != nil {
+		return nil, err
+	}
 	go l.run()
+	go l.tree.run()
 	return l, nil
 }
 
-// Chain is the name of the chain segment this Log writes.
-func (l *Log) Chain() string { return l.chain }
-
 // Append commits ev and returns once it is durable. It fills ev.ID (when
 // empty) and ev.Time (when empty, from the clock) before queueing, and
-// ev.Chain, Seq, PrevHash and Hash once committed.
+// ev.Hash once committed (Chain, Seq and PrevHash are "", 0 and "";
+// LogIndex stays nil: the event is integrated into the tree after its
+// commit).
 //
 // Errors: ErrOverloaded when the queue is full (nothing was queued),
 // ErrUnavailable (wrapped) when the store could not commit the batch,
@@ -173,7 +182,7 @@ func (l *Log) Chain() string { return l.chain }
 //
 // If ctx ends while the event waits for its batch, Append returns ctx.Err(),
 // but the event stays queued and may still be committed: an abandoned
-// append is not a retracted one. ev's chain fields are then left unset.
+// append is not a retracted one. ev.Hash is then left unset.
 // Append copies ev before queueing; the caller may reuse it on return.
 func (l *Log) Append(ctx context.Context, ev *Event) error {
 	return l.AppendWith(ctx, ev, nil)
@@ -198,7 +207,7 @@ func (l *Log) AppendWith(ctx context.Context, ev *Event, rec any) error {
 		ev.Time = FormatTime(l.now())
 	}
 	e := *ev
-	e.Chain, e.Seq, e.PrevHash, e.Hash = l.chain, 0, "", ""
+	e.Chain, e.Seq, e.PrevHash, e.Hash, e.LogIndex = "", 0, "", "", nil
 	p, err := l.prepare(&e)
 	if err != nil {
 		l.m.failed.Inc()
@@ -226,14 +235,14 @@ func (l *Log) AppendWith(ctx context.Context, ev *Event, rec any) error {
 		if err != nil {
 			return err
 		}
-		ev.Chain, ev.Seq, ev.PrevHash, ev.Hash = p.ev.Chain, p.ev.Seq, p.ev.PrevHash, p.ev.Hash
+		ev.Chain, ev.Seq, ev.PrevHash, ev.Hash, ev.LogIndex = "", 0, "", p.ev.Hash, nil
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// prepare validates e and encodes it, in the caller's goroutine.
+// prepare validates e, encodes and hashes it, in the caller's goroutine.
 func (l *Log) prepare(e *Event) (*pending, error) {
 	if e.Tenant == "" {
 		return nil, fmt.Errorf("%w: no tenant", ErrInvalidEvent)
@@ -241,7 +250,7 @@ func (l *Log) prepare(e *Event) (*pending, error) {
 	// PostgreSQL text cannot hold NUL: one such value would fail the whole
 	// batch, and with it other callers' events. Refuse it alone, on every
 	// store alike.
-	for _, f := range []string{e.Tenant, e.Chain, e.ID, e.Tool, e.Principal, e.Outcome, e.Phase, e.SessionID, e.CallID, e.DecisionID} {
+	for _, f := range []string{e.Tenant, e.ID, e.Tool, e.Principal, e.Outcome, e.Phase, e.SessionID, e.CallID, e.DecisionID} {
 		if strings.IndexByte(f, 0) >= 0 {
 			return nil, fmt.Errorf("%w: NUL in an indexed field", ErrInvalidEvent)
 		}
@@ -253,11 +262,16 @@ func (l *Log) prepare(e *Event) (*pending, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
-	return &pending{ev: e, tmpl: t, result: make(chan error, 1)}, nil
+	raw, hash := t.link(0, "")
+	e.Hash = hash
+	return &pending{ev: e, raw: raw, result: make(chan error, 1)}, nil
 }
 
 // Close stops accepting events, commits everything queued and stops the
-// writer. Append after Close returns ErrClosed. Close is idempotent.
+// writer, then lets the integrator take in what it can within a few
+// seconds and stops it (what is left is integrated by the next Log on the
+// database, or by another replica). Append after Close returns ErrClosed.
+// Close is idempotent.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if !l.closed {
@@ -266,6 +280,7 @@ func (l *Log) Close() error {
 	}
 	l.mu.Unlock()
 	<-l.done
+	l.tree.stop()
 	return nil
 }
 
@@ -292,32 +307,18 @@ func (l *Log) run() {
 	}
 }
 
-// commit chains and inserts one batch. The heads advance only when the
-// store committed it. An entry whose record the store refused is failed
-// alone and the rest of the batch is chained and committed again: nothing
-// of the refused attempt landed.
+// commit inserts one batch. An entry whose record the store refused is
+// failed alone and the rest of the batch is committed again: nothing of
+// the refused attempt landed.
 func (l *Log) commit(batch []*pending) {
 	// The batch belongs to many callers; none of their contexts may cancel it.
 	ctx := context.Background()
 	l.m.batchSize.Observe(float64(len(batch)))
-	if l.stale {
-		heads, err := l.store.Heads(ctx, l.chain)
-		if err != nil {
-			l.health.record(err)
-			l.fail(batch, fmt.Errorf("reloading chain heads: %w", err))
-			return
-		}
-		if heads == nil {
-			heads = map[string]Head{}
-		}
-		l.headsMu.Lock()
-		l.heads = heads
-		l.headsMu.Unlock()
-		l.stale = false
+	entries := make([]Entry, len(batch))
+	for i, p := range batch {
+		entries[i] = Entry{Event: p.ev, Raw: p.raw, Record: p.rec}
 	}
-
 	for len(batch) > 0 {
-		staged, entries := l.chainBatch(batch)
 		start := time.Now()
 		err := l.store.Insert(ctx, entries)
 		l.m.commit.Observe(time.Since(start).Seconds())
@@ -325,52 +326,25 @@ func (l *Log) commit(batch []*pending) {
 		if errors.As(err, &re) && re.Index >= 0 && re.Index < len(batch) {
 			l.fail(batch[re.Index:re.Index+1], err)
 			batch = append(batch[:re.Index:re.Index], batch[re.Index+1:]...)
+			entries = append(entries[:re.Index:re.Index], entries[re.Index+1:]...)
 			continue
 		}
 		l.health.record(err)
 		if err != nil {
-			// The insert may have landed anyway (a lost commit
-			// acknowledgement): reload the heads rather than trust or
-			// advance ours.
-			l.stale = true
 			l.fail(batch, err)
 			return
 		}
-		l.headsMu.Lock()
-		for t, h := range staged {
-			l.heads[t] = h
-		}
-		l.headsMu.Unlock()
 		l.m.ok.Add(float64(len(batch)))
 		for _, p := range batch {
 			p.result <- nil
 		}
+		l.tree.committed(len(batch))
 		return
 	}
 }
 
-// chainBatch assigns each event of the batch its position and hash after
-// the committed heads, in queue order, and returns the heads the batch
-// leaves and the entries to insert.
-func (l *Log) chainBatch(batch []*pending) (map[string]Head, []Entry) {
-	staged := make(map[string]Head, 4)
-	entries := make([]Entry, len(batch))
-	for i, p := range batch {
-		h, ok := staged[p.ev.Tenant]
-		if !ok {
-			h = l.heads[p.ev.Tenant]
-		}
-		seq := h.Seq + 1
-		raw, hash := p.tmpl.link(seq, h.Hash)
-		p.ev.Seq, p.ev.PrevHash, p.ev.Hash = seq, h.Hash, hash
-		staged[p.ev.Tenant] = Head{Seq: seq, Hash: hash}
-		entries[i] = Entry{Event: p.ev, Raw: raw, Record: p.rec}
-	}
-	return staged, entries
-}
-
 func (l *Log) fail(batch []*pending, err error) {
-	l.logger.Error("audit batch not committed", "events", len(batch), "chain", l.chain, "err", err)
+	l.logger.Error("audit batch not committed", "events", len(batch), "err", err)
 	l.m.failed.Add(float64(len(batch)))
 	werr := fmt.Errorf("%w: %w", ErrUnavailable, err)
 	for _, p := range batch {

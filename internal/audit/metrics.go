@@ -10,6 +10,19 @@ const (
 	MetricQueueDepth = "toolgate_audit_queue_depth"           // gauge, events waiting for the writer
 	MetricVerify     = "toolgate_audit_verify_failures_total" // counter, verifications that found tampering
 	MetricPruned     = "toolgate_audit_pruned_events_total"   // counter, events deleted by retention
+	// MetricIntegrated counts events this process integrated into their
+	// tenant's tree; MetricIntegrateSeconds times its integration
+	// transactions.
+	MetricIntegrated       = "toolgate_audit_integrated_events_total"
+	MetricIntegrateSeconds = "toolgate_audit_integrate_seconds"
+	// MetricIntegrateFailures counts failed integration transactions.
+	MetricIntegrateFailures = "toolgate_audit_integrate_failures_total"
+	// MetricCheckpoints counts checkpoints this process signed;
+	// MetricCheckpointRefused those it refused to sign because the stored
+	// tree does not extend the latest checkpoint, or that checkpoint is
+	// signed by another key.
+	MetricCheckpoints       = "toolgate_audit_checkpoints_total"
+	MetricCheckpointRefused = "toolgate_audit_checkpoints_refused_total"
 )
 
 // logMetrics are a Log's collectors.
@@ -19,6 +32,11 @@ type logMetrics struct {
 	commit                 prometheus.Histogram
 	verifyFailures         prometheus.Counter
 	pruned                 prometheus.Counter
+	integrated             prometheus.Counter
+	integrateSeconds       prometheus.Histogram
+	integrateFailures      prometheus.Counter
+	checkpoints            prometheus.Counter
+	checkpointRefused      prometheus.Counter
 }
 
 func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics, error) {
@@ -38,7 +56,23 @@ func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics,
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 		verifyFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricVerify, Help: "Audit chain verifications that found a broken or tampered chain.",
+			Name: MetricVerify, Help: "Audit log verifications that found a deleted, changed or reordered event.",
+		}),
+		integrated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricIntegrated, Help: "Audit events this process integrated into their tenant's Merkle tree.",
+		}),
+		integrateSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: MetricIntegrateSeconds, Help: "Latency of one audit integration transaction.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		integrateFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricIntegrateFailures, Help: "Audit integration transactions that failed.",
+		}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricCheckpoints, Help: "Audit checkpoints this process signed.",
+		}),
+		checkpointRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricCheckpointRefused, Help: "Audit checkpoints not signed: the stored tree does not extend the latest checkpoint, or that one is signed by another key.",
 		}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricPruned, Help: "Audit events deleted by retention (audit.retention).",
@@ -48,7 +82,8 @@ func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics,
 		Name: MetricQueueDepth, Help: "Audit events queued for the writer.",
 	}, func() float64 { return float64(queueLen()) })
 	if reg != nil {
-		for _, c := range []prometheus.Collector{appends, m.batchSize, m.commit, m.verifyFailures, m.pruned, depth} {
+		for _, c := range []prometheus.Collector{appends, m.batchSize, m.commit, m.verifyFailures, m.pruned,
+			m.integrated, m.integrateSeconds, m.integrateFailures, m.checkpoints, m.checkpointRefused, depth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

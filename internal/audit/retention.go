@@ -10,9 +10,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Checkpoint records where retention cut a (tenant, chain): Seq and Hash
-// are those of the last pruned event, so the first remaining event must
-// have seq Seq+1 and prev_hash Hash. Verify starts the chain from it.
+// Checkpoint records where retention of the hash-chain era cut a (tenant,
+// chain): Seq and Hash are those of the last pruned event, so the first
+// remaining event must have seq Seq+1 and prev_hash Hash. Verify starts
+// the chain from it. Retention no longer writes these (the tree records
+// its cut, TreeHead.Pruned), but a database pruned before the tree keeps
+// them.
 type Checkpoint struct {
 	Tenant         string `json:"tenant"`
 	Chain          string `json:"chain"`
@@ -58,110 +61,71 @@ func ComputeCheckpointHash(c Checkpoint) string {
 
 // PruneResult counts what one Prune removed.
 type PruneResult struct {
-	Events int64 // events deleted
-	Chains int   // (tenant, chain) segments cut
+	Events  int64 // events deleted
+	Tenants int   // tenants whose log was cut
 }
 
-// ErrBrokenChain: Prune refused a chain whose prefix has a gap, does not
-// follow its checkpoint, or whose checkpoint was edited; pruning it would
-// erase the evidence. Verify reports the same chain as bad.
-var ErrBrokenChain = errors.New("audit: chain broken; not pruned")
+// ErrBrokenChain: Prune refused a tenant whose log has a gap in its log
+// indexes where it would cut; pruning would erase the evidence. Verify
+// reports the same log as bad.
+var ErrBrokenChain = errors.New("audit: log broken; not pruned")
 
 // PruneBatch bounds the events one prune transaction deletes, so that a
 // first prune of a large store does not hold the write lock for long.
 const PruneBatch = 10000
 
-// PruneTx is one store transaction as PruneStep needs it, scoped to one
-// (tenant, chain). Stores implement it over their transactions.
-type PruneTx interface {
-	// Checkpoint returns the chain's checkpoint, if any.
-	Checkpoint(ctx context.Context) (Checkpoint, bool, error)
-	// Bounds returns the lowest and highest stored seq (ok false: none).
-	Bounds(ctx context.Context) (first, head int64, ok bool, err error)
-	// FirstYoung returns the lowest seq with time_ms >= cutoffMS.
-	FirstYoung(ctx context.Context, cutoffMS int64) (int64, bool, error)
-	// HashAt returns the hash column of the event at seq.
-	HashAt(ctx context.Context, seq int64) (string, error)
-	// DeleteRange deletes first..end and returns the rows deleted.
-	DeleteRange(ctx context.Context, first, end int64) (int64, error)
-	// PutCheckpoint inserts or replaces the chain's checkpoint.
-	PutCheckpoint(ctx context.Context, c Checkpoint) error
-}
+// pruneBatcher is a Store that prunes in smaller steps (tests).
+type pruneBatcher interface{ PruneBatch() int }
 
-// PruneStep cuts at most max events off the front of one chain, keeping
-// every event at or after cutoffMS in seq order and the last event, and
-// moves the checkpoint to the cut. The caller commits when it succeeds
-// and rolls back otherwise. more reports that events older than the cutoff
-// remain for another step.
-//
-// The prefix cut is the longest one whose events are all older than the
-// cutoff: an event with an out-of-order time keeps the events after it, so
-// retention never deletes an event younger than the retention.
-func PruneStep(ctx context.Context, q PruneTx, tenant, chain string, cutoffMS, nowMS, max int64) (deleted int64, more bool, err error) {
-	cp, hasCP, err := q.Checkpoint(ctx)
+// Prune deletes, for every tenant, the longest prefix of its log (in log
+// order) whose events are all older than cutoff, in steps of at most
+// PruneBatch events per transaction, each under the tenant's tree lock.
+// The tree keeps its nodes: what remains still hashes into every
+// checkpoint, and Verify starts from the cut (TreeHead.Pruned). An event
+// with an out-of-order time keeps the events after it, so retention
+// never deletes an event younger than the retention. Only integrated
+// events are pruned. It counts the events in
+// toolgate_audit_pruned_events_total and logs what it did. A tenant whose
+// log has a gap at the cut is left as it is and reported with
+// ErrBrokenChain, after the other tenants were pruned.
+func (l *Log) Prune(ctx context.Context, cutoff time.Time) (PruneResult, error) {
+	res, err := l.prune(ctx, cutoff)
+	l.m.pruned.Add(float64(res.Events))
+	if res.Events > 0 {
+		l.logger.Info("audit events pruned", "events", res.Events, "tenants", res.Tenants, "cutoff", FormatTime(cutoff))
+	}
 	if err != nil {
-		return 0, false, err
-	}
-	first, head, ok, err := q.Bounds(ctx)
-	if err != nil || !ok {
-		return 0, false, err
-	}
-	wantFirst := int64(1)
-	if hasCP {
-		if ComputeCheckpointHash(cp) != cp.CheckpointHash || cp.Tenant != tenant || cp.Chain != chain {
-			return 0, false, fmt.Errorf("%w: tenant %q chain %q: checkpoint does not match its hash", ErrBrokenChain, tenant, chain)
+		if errors.Is(err, ErrBrokenChain) {
+			l.logger.Warn("audit log not pruned: it does not verify", "err", err)
+			return res, err
 		}
-		wantFirst = cp.Seq + 1
+		return res, storeErr(err)
 	}
-	if first != wantFirst {
-		return 0, false, fmt.Errorf("%w: tenant %q chain %q starts at seq %d, want %d", ErrBrokenChain, tenant, chain, first, wantFirst)
-	}
-	end := head - 1 // the head stays, so that the chain continues from it
-	young, ok, err := q.FirstYoung(ctx, cutoffMS)
-	if err != nil {
-		return 0, false, err
-	}
-	if ok && young-1 < end {
-		end = young - 1
-	}
-	if end-first+1 > max {
-		end, more = first+max-1, true
-	}
-	if end < first {
-		return 0, false, nil
-	}
-	hash, err := q.HashAt(ctx, end)
-	if err != nil {
-		return 0, false, err
-	}
-	n, err := q.DeleteRange(ctx, first, end)
-	if err != nil {
-		return 0, false, err
-	}
-	if n != end-first+1 {
-		return 0, false, fmt.Errorf("%w: tenant %q chain %q has a gap before seq %d", ErrBrokenChain, tenant, chain, end+1)
-	}
-	c := Checkpoint{Tenant: tenant, Chain: chain, Seq: end, Hash: hash, PrunedBeforeMS: cutoffMS, CreatedMS: nowMS}
-	c.CheckpointHash = ComputeCheckpointHash(c)
-	if err := q.PutCheckpoint(ctx, c); err != nil {
-		return 0, false, err
-	}
-	return n, more, nil
+	return res, nil
 }
 
-// ChainKey names one (tenant, chain).
-type ChainKey struct{ Tenant, Chain string }
-
-// PruneChains runs step on every chain until it reports no more, one
-// transaction per step. A broken chain is skipped and reported; any other
-// error stops the prune.
-func PruneChains(chains []ChainKey, step func(ChainKey) (int64, bool, error)) (PruneResult, error) {
+func (l *Log) prune(ctx context.Context, cutoff time.Time) (PruneResult, error) {
 	var res PruneResult
+	tenants, err := l.store.Tenants(ctx)
+	if err != nil {
+		return res, err
+	}
+	batch := PruneBatch
+	if pb, ok := l.store.(pruneBatcher); ok && pb.PruneBatch() > 0 {
+		batch = pb.PruneBatch()
+	}
+	cutoffMS := cutoff.UnixMilli()
 	var broken []error
-	for _, k := range chains {
+	for _, tenant := range tenants {
 		cut := false
 		for {
-			n, more, err := step(k)
+			var n int64
+			var more bool
+			_, err := l.store.Integrate(ctx, tenant, true, func(ctx context.Context, tx TreeTx) error {
+				var err error
+				n, more, err = pruneStep(ctx, tx, tenant, cutoffMS, batch)
+				return err
+			})
 			if errors.Is(err, ErrBrokenChain) {
 				broken = append(broken, err)
 				break
@@ -178,29 +142,42 @@ func PruneChains(chains []ChainKey, step func(ChainKey) (int64, bool, error)) (P
 			}
 		}
 		if cut {
-			res.Chains++
+			res.Tenants++
 		}
 	}
 	return res, errors.Join(broken...)
 }
 
-// Prune deletes the events older than cutoff from the store (see
-// Store.Prune), counts them in toolgate_audit_pruned_events_total and
-// logs what it did. The remaining events still verify: Verify starts each
-// cut chain from its checkpoint. A broken chain is left as it is and
-// reported with ErrBrokenChain, after the other chains were pruned.
-func (l *Log) Prune(ctx context.Context, cutoff time.Time) (PruneResult, error) {
-	res, err := l.store.Prune(ctx, cutoff)
-	l.m.pruned.Add(float64(res.Events))
-	if res.Events > 0 {
-		l.logger.Info("audit events pruned", "events", res.Events, "chains", res.Chains, "cutoff", FormatTime(cutoff))
-	}
+// pruneStep cuts at most max events off the front of one tenant's log.
+func pruneStep(ctx context.Context, tx TreeTx, tenant string, cutoffMS int64, max int) (deleted int64, more bool, err error) {
+	head, err := tx.Tree(ctx)
 	if err != nil {
-		if errors.Is(err, ErrBrokenChain) {
-			l.logger.Warn("audit chain not pruned: it does not verify", "err", err)
-			return res, err
-		}
-		return res, storeErr(err)
+		return 0, false, err
 	}
-	return res, nil
+	from := head.Pruned
+	indexes, times, err := tx.Ages(ctx, from, max)
+	if err != nil {
+		return 0, false, err
+	}
+	to := from
+	for i, idx := range indexes {
+		if idx != from+int64(i) {
+			return 0, false, fmt.Errorf("%w: tenant %q has no event at log_index %d", ErrBrokenChain, tenant, from+int64(i))
+		}
+		if times[i] >= cutoffMS {
+			break
+		}
+		to++
+	}
+	if to == from {
+		return 0, false, nil
+	}
+	n, err := tx.Prune(ctx, from, to, cutoffMS)
+	if err != nil {
+		return 0, false, err
+	}
+	if n != to-from {
+		return 0, false, fmt.Errorf("%w: tenant %q lost events below log_index %d", ErrBrokenChain, tenant, to)
+	}
+	return n, to-from == int64(max) && to < head.Size, nil
 }

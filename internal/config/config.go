@@ -76,10 +76,27 @@ type Audit struct {
 	DSN       string `yaml:"dsn"`        // sqlite: file path (absolute after Load)
 	QueueSize int    `yaml:"queue_size"` // pending appends before 503, default 4096
 	MaxBatch  int    `yaml:"max_batch"`  // events per transaction, default 256
-	Chain     string `yaml:"chain"`      // this writer's chain segment id, default "main"
+	// Chain is deprecated and ignored: the log is sequenced in the
+	// database (each tenant's Merkle tree), so replicas need no value of
+	// their own. Accepted so that older configurations still load; the
+	// gateway warns when it is set.
+	Chain string `yaml:"chain"`
 	// Retention prunes events older than this (at least 1h); 0 keeps
 	// them forever, the default.
 	Retention time.Duration `yaml:"retention"`
+	// SigningKeyFile holds the Ed25519 key that signs the tenants'
+	// checkpoints (absolute after Load), created with mode 0600 on first
+	// start. Default: audit-signing.key beside the SQLite database, or
+	// var/audit-signing.key beside the config for PostgreSQL. Every
+	// replica of one database must use the same file (a shared secret,
+	// such as a Kubernetes Secret mounted read-only).
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// CheckpointInterval is how soon a signed checkpoint covers a new
+	// event (default 1s).
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// CheckpointFile, when set, gets every checkpoint this gateway signs
+	// appended (absolute after Load): a witness to ship elsewhere.
+	CheckpointFile string `yaml:"checkpoint_file"`
 }
 
 // Auth configures credentials.

@@ -24,7 +24,11 @@ const (
 	DefaultAuditDSN       = "var/audit.db" // sqlite only
 	DefaultQueueSize      = 4096
 	DefaultMaxBatch       = 256
-	DefaultChain          = "main"
+	// DefaultCheckpointInterval is audit.checkpoint_interval's default.
+	DefaultCheckpointInterval = time.Second
+	// DefaultSigningKeyName is the file name of the default
+	// audit.signing_key_file.
+	DefaultSigningKeyName = "audit-signing.key"
 	DefaultTenantClaim    = "tenant"
 	DefaultRolesClaim     = "roles"
 	DefaultGroupsClaim    = "groups"
@@ -104,7 +108,8 @@ func defaults() *Config {
 			Driver:    DefaultAuditDriver,
 			QueueSize: DefaultQueueSize,
 			MaxBatch:  DefaultMaxBatch,
-			Chain:     DefaultChain,
+
+			CheckpointInterval: DefaultCheckpointInterval,
 		},
 		Auth: Auth{JWT: JWT{
 			TenantClaim: DefaultTenantClaim,

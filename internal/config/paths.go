@@ -31,6 +31,17 @@ func resolvePaths(cfg *Config, base string) {
 	if cfg.Audit.Driver == "sqlite" && cfg.Audit.DSN != sqliteMemory {
 		cfg.Audit.DSN = abs(cfg.Audit.DSN)
 	}
+	// The checkpoint key: beside the SQLite database by default, else in
+	// var/ beside the config.
+	switch {
+	case cfg.Audit.SigningKeyFile != "":
+		cfg.Audit.SigningKeyFile = abs(cfg.Audit.SigningKeyFile)
+	case cfg.Audit.Driver == "sqlite" && cfg.Audit.DSN != sqliteMemory && cfg.Audit.DSN != "":
+		cfg.Audit.SigningKeyFile = filepath.Join(filepath.Dir(cfg.Audit.DSN), DefaultSigningKeyName)
+	default:
+		cfg.Audit.SigningKeyFile = abs(filepath.Join("var", DefaultSigningKeyName))
+	}
+	cfg.Audit.CheckpointFile = abs(cfg.Audit.CheckpointFile)
 	cfg.Auth.JWT.HS256SecretFile = abs(cfg.Auth.JWT.HS256SecretFile)
 	cfg.Auth.JWT.JWKSFile = abs(cfg.Auth.JWT.JWKSFile)
 	cfg.Auth.Assertion.SigningKeyFile = abs(cfg.Auth.Assertion.SigningKeyFile)

@@ -191,6 +191,13 @@ func (v *validator) policy(p Policy) {
 // model turn's parallel calls, not a bulk interface.
 const MaxBatchCalls = 1024
 
+// Bounds of audit.checkpoint_interval: a checkpoint (a signature and a
+// row write per tenant) at most every 10 ms, and one at least every hour.
+const (
+	MinCheckpointInterval = 10 * time.Millisecond
+	MaxCheckpointInterval = time.Hour
+)
+
 // MinRetention is the shortest audit.retention: shorter ones are more
 // likely a unit slip ("30m" for "30d") than a wish to delete audit
 // evidence within minutes.
@@ -220,8 +227,19 @@ func (v *validator) audit(a Audit) {
 	if a.MaxBatch <= 0 {
 		v.add("audit.max_batch", "must be positive, got %d", a.MaxBatch)
 	}
-	if !chainID.MatchString(a.Chain) {
+	if a.Chain != "" && !chainID.MatchString(a.Chain) { // deprecated and ignored, but not garbage
 		v.add("audit.chain", "must be 1 to 64 letters, digits, '.', '_' or '-', got %q", a.Chain)
+	}
+	if a.CheckpointInterval < MinCheckpointInterval || a.CheckpointInterval > MaxCheckpointInterval {
+		v.add("audit.checkpoint_interval", "must be from %s to %s, got %s", MinCheckpointInterval, MaxCheckpointInterval, a.CheckpointInterval)
+	}
+	if fi, err := os.Stat(a.SigningKeyFile); err == nil && fi.IsDir() {
+		v.add("audit.signing_key_file", "%s is a directory; the signing key is a file", a.SigningKeyFile)
+	}
+	if a.CheckpointFile != "" {
+		if fi, err := os.Stat(a.CheckpointFile); err == nil && fi.IsDir() {
+			v.add("audit.checkpoint_file", "%s is a directory; checkpoints are appended to a file", a.CheckpointFile)
+		}
 	}
 	switch {
 	case a.Retention < 0:

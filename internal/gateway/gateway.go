@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/tlog"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -170,8 +171,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		jwks = signer.JWKS()
 	}
 
+	if cfg.Audit.Chain != "" {
+		log.Warn("audit.chain is deprecated and ignored: the audit log is sequenced in the database, replicas need no value of their own; remove it",
+			"chain", cfg.Audit.Chain)
+	}
+	// The checkpoint key: created on first start (mode 0600); replicas of
+	// one database must share the file.
+	ckey, err := tlog.LoadOrCreateSigner(cfg.Audit.SigningKeyFile, tlog.KeyName)
+	if err != nil {
+		return nil, &config.Error{File: cfg.File, Key: "audit.signing_key_file", Problem: err.Error()}
+	}
 	g.audit, err = audit.NewLog(g.db.Audit(), audit.LogOptions{
-		Chain: cfg.Audit.Chain, QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
+		QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
+		Signer: ckey, CheckpointInterval: cfg.Audit.CheckpointInterval, CheckpointFile: cfg.Audit.CheckpointFile,
 		Logger: log, Registerer: g.registry,
 	})
 	if err != nil {

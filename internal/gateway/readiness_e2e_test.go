@@ -31,7 +31,7 @@ func TestReadinessFollowsFailingCommits(t *testing.T) {
 				must(t, err)
 				t.Cleanup(func() { db.Close() })
 				for _, q := range []string{
-					`CREATE TRIGGER full_events BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, '` + full + `'); END`,
+					`CREATE TRIGGER full_events BEFORE INSERT ON audit_append BEGIN SELECT RAISE(ABORT, '` + full + `'); END`,
 					`CREATE TRIGGER full_probe_i BEFORE INSERT ON store_probe BEGIN SELECT RAISE(ABORT, '` + full + `'); END`,
 					`CREATE TRIGGER full_probe_u BEFORE UPDATE ON store_probe BEGIN SELECT RAISE(ABORT, '` + full + `'); END`,
 				} {
@@ -54,11 +54,11 @@ func TestReadinessFollowsFailingCommits(t *testing.T) {
 				t.Cleanup(func() { c.Close(context.Background()) })
 				_, err = c.Exec(t.Context(), `CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS
 					$$ BEGIN RAISE EXCEPTION '`+full+`'; END $$;
-					CREATE TRIGGER full_events BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION full_disk();
+					CREATE TRIGGER full_events BEFORE INSERT ON audit_append FOR EACH ROW EXECUTE FUNCTION full_disk();
 					CREATE TRIGGER full_probe BEFORE INSERT OR UPDATE ON store_probe FOR EACH ROW EXECUTE FUNCTION full_disk()`)
 				must(t, err)
 				return func() {
-					_, err := c.Exec(context.Background(), `DROP TRIGGER full_events ON audit_events; DROP TRIGGER full_probe ON store_probe`)
+					_, err := c.Exec(context.Background(), `DROP TRIGGER full_events ON audit_append; DROP TRIGGER full_probe ON store_probe`)
 					must(t, err)
 				}
 			}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,8 +23,11 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // These tests run the real gateway binary as separate processes against
@@ -80,20 +85,26 @@ type replica struct {
 	done chan struct{}
 }
 
-// start runs one gateway process whose audit chain is chain, reaching
-// PostgreSQL at dsn.
-func (c *cluster) start(chain, dsn string) *replica {
+// start runs one gateway process named name (for its log lines) reaching
+// PostgreSQL at dsn. Every replica of the cluster reads the same
+// configuration file: identical pods, no per-replica value, one shared
+// checkpoint key (var/audit-signing.key).
+func (c *cluster) start(name, dsn string) *replica {
 	c.t.Helper()
 	cfg := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy: {dir: policies, watch: false}
-audit: {driver: postgres, dsn: %q, chain: %s}
+audit: {driver: postgres, dsn: %q, checkpoint_file: checkpoints.txt}
 auth: {jwt: {hs256_secret_file: secret}}
 tenants: {acme: {workspace: ws/acme}}
 tools: {builtin: [read-file, write-file]}
 log: {level: info}
-`, dsn, chain)
-	file := filepath.Join(c.dir, chain+".yaml")
+`, dsn)
+	file := filepath.Join(c.dir, "gateway.yaml")
+	if dsn != c.dsn { // a replica reaching the database another way
+		file = filepath.Join(c.dir, name+".yaml")
+	}
 	must(c.t, os.WriteFile(file, []byte(cfg), 0o644))
+	chain := name
 	cmd := exec.Command(gatewayBinary(c.t), "serve", "--config", file)
 	stderr, err := cmd.StderrPipe()
 	must(c.t, err)
@@ -184,9 +195,14 @@ func get(base, token, path string) (int, map[string]any) {
 	return resp.StatusCode, m
 }
 
-// allEvents pages through the tenant's whole log.
+// allEvents pages through the tenant's whole log, after a verify (which
+// integrates everything committed, on any replica: each can integrate any
+// tenant).
 func allEvents(t *testing.T, base, token string) []map[string]any {
 	t.Helper()
+	if code, v := get(base, token, "/v1/audit/verify"); code != 200 || v["ok"] != true {
+		t.Fatalf("verify before listing: %d %v", code, v)
+	}
 	var out []map[string]any
 	cursor := ""
 	for {
@@ -240,55 +256,170 @@ func writeCall(callID string) map[string]any {
 	return map[string]any{"call_id": callID, "arguments": map[string]any{"path": "notes/" + callID + ".txt", "content": callID}}
 }
 
-func TestTwoReplicasShareOnePostgres(t *testing.T) {
+// TestIdenticalReplicasShareOnePostgres starts two, then three, gateway
+// processes from one configuration file on one database (the way a
+// Kubernetes Deployment starts pods) and drives write calls spread across
+// them concurrently: every call is answered 200, every decision recorded
+// exactly once, the tenant has one tree with every event integrated once,
+// every replica serves the same checkpoint and verify passes everywhere.
+func TestIdenticalReplicasShareOnePostgres(t *testing.T) {
 	c := newCluster(t, pgtest.DSN(t))
-	a := c.start("replica-a", c.dsn)
-	b := c.start("replica-b", c.dsn)
 	tok := c.token("developer", "auditor")
-	const workers, perWorker = 8, 25
-	var wg sync.WaitGroup
-	var failures atomic.Int64
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perWorker; i++ {
-				r := a
-				if (w+i)%2 == 1 {
-					r = b
+	var replicas []*replica
+	calls := 0
+	for _, n := range []int{2, 3} {
+		for len(replicas) < n {
+			replicas = append(replicas, c.start(fmt.Sprintf("replica-%d", len(replicas)+1), c.dsn))
+		}
+		const workers, perWorker = 16, 25 // 400 calls per round
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		failures := map[string]int{}
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					r := replicas[(w+i)%len(replicas)]
+					code, outcome, err := post(r.base, tok, "write-file", writeCall(fmt.Sprintf("r%d-w%d-%d", n, w, i)))
+					if err != nil || code != 200 || outcome != "ok" {
+						mu.Lock()
+						failures[fmt.Sprintf("%d %s %v", code, outcome, err)]++
+						mu.Unlock()
+					}
 				}
-				code, outcome, err := post(r.base, tok, "write-file", writeCall(fmt.Sprintf("w%d-%d", w, i)))
-				if err != nil || code != 200 || outcome != "ok" {
-					failures.Add(1)
-				}
+			})
+		}
+		wg.Wait()
+		if len(failures) != 0 {
+			t.Fatalf("%d replicas: calls failed: %v", n, failures)
+		}
+		calls += workers * perWorker
+
+		events := allEvents(t, replicas[0].base, tok)
+		if len(events) != 2*calls {
+			t.Fatalf("%d replicas: %d events, want %d", n, len(events), 2*calls)
+		}
+		decisions := c.reconcile(t, events) // each event once, every effect decided
+		if len(decisions) != calls {
+			t.Fatalf("%d replicas: %d decisions, want %d", n, len(decisions), calls)
+		}
+		// One tree: log indexes 0..2*calls-1, each once.
+		seen := make([]bool, len(events))
+		for _, e := range events {
+			li, ok := e["log_index"].(float64)
+			if !ok || li < 0 || int(li) >= len(seen) || seen[int(li)] {
+				t.Fatalf("%d replicas: event %v has log_index %v: not one tree with each event once", n, e["id"], e["log_index"])
 			}
-		}()
+			seen[int(li)] = true
+		}
+		// Every replica verifies the whole log.
+		for _, r := range replicas {
+			code, v := get(r.base, tok, "/v1/audit/verify")
+			if code != 200 || v["ok"] != true || int(v["events_checked"].(float64)) != len(events) || int(v["tree_size"].(float64)) != len(events) {
+				t.Fatalf("%d replicas: verify on %s: %d %v", n, r.base, code, v)
+			}
+		}
+		// Checkpoints, whichever replica signed them, agree: the latest
+		// covers the whole log, every one opens with the shared key, one
+		// size has one note, and each extends the one before.
+		latest := c.awaitCheckpoint(len(events))
+		c.checkCheckpoints(latest)
 	}
-	wg.Wait()
-	if failures.Load() != 0 {
-		t.Fatalf("%d calls failed", failures.Load())
-	}
-	events := allEvents(t, a.base, tok)
-	if len(events) != 2*workers*perWorker {
-		t.Fatalf("%d events, want %d", len(events), 2*workers*perWorker)
-	}
-	chains := map[string]int{}
-	for _, e := range events {
-		chains[e["chain"].(string)]++
-	}
-	if chains["replica-a"] == 0 || chains["replica-b"] == 0 || len(chains) != 2 {
-		t.Fatalf("events per chain: %v", chains)
-	}
-	decisions := c.reconcile(t, events)
-	if len(decisions) != workers*perWorker {
-		t.Fatalf("%d decisions, want %d", len(decisions), workers*perWorker)
-	}
-	for _, r := range []*replica{a, b} {
-		code, v := get(r.base, tok, "/v1/audit/verify")
-		if code != 200 || v["ok"] != true || int(v["events_checked"].(float64)) != len(events) {
-			t.Fatalf("verify on a replica: %d %v", code, v)
+}
+
+// awaitCheckpoint waits until the tenant's latest signed checkpoint (what
+// GET /v1/audit/checkpoint serves from any replica: the tree row they
+// share) covers size events, and returns it.
+func (c *cluster) awaitCheckpoint(size int) string {
+	c.t.Helper()
+	db, err := store.Open(context.Background(), store.Postgres, c.dsn, store.WithoutMigrations(), store.WithMaxConns(1))
+	must(c.t, err)
+	defer db.Close()
+	want := fmt.Sprintf("toolgate/acme\n%d\n", size)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		h, err := db.Audit().Tree(context.Background(), "acme")
+		must(c.t, err)
+		if strings.HasPrefix(string(h.Checkpoint), want) {
+			return string(h.Checkpoint)
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no checkpoint of %d events; latest:\n%s", size, h.Checkpoint)
 		}
 	}
+}
+
+// checkCheckpoints reads every checkpoint the replicas appended to their
+// shared audit.checkpoint_file and checks that they agree: each opens with
+// the shared key, one size has one note (Ed25519 is deterministic), each
+// extends the one before (a consistency proof from the stored tree), and
+// the latest stored one is among them.
+func (c *cluster) checkCheckpoints(latest string) {
+	c.t.Helper()
+	key, err := tlog.LoadOrCreateSigner(filepath.Join(c.dir, "var", "audit-signing.key"), tlog.KeyName)
+	must(c.t, err)
+	raw, err := os.ReadFile(filepath.Join(c.dir, "checkpoints.txt"))
+	must(c.t, err)
+	notes := splitNotes(string(raw))
+	bySize := map[uint64]string{}
+	var cps []tlog.Checkpoint
+	for _, n := range notes {
+		cp, err := key.Verifier().Open([]byte(n), tlog.Origin("acme"))
+		if err != nil {
+			c.t.Fatalf("checkpoint in the file does not open: %v\n%s", err, n)
+		}
+		if prev, ok := bySize[cp.Size]; ok {
+			if prev != n {
+				c.t.Fatalf("two different checkpoints of size %d:\n%s\n%s", cp.Size, prev, n)
+			}
+			continue
+		}
+		bySize[cp.Size] = n
+		cps = append(cps, cp)
+	}
+	slices.SortFunc(cps, func(a, b tlog.Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
+	db, err := store.Open(context.Background(), store.Postgres, c.dsn, store.WithoutMigrations(), store.WithMaxConns(1))
+	must(c.t, err)
+	defer db.Close()
+	nodes := nodeReader{db.Audit(), "acme"}
+	for i := 1; i < len(cps); i++ {
+		p, err := tlog.ProveConsistency(context.Background(), nodes, cps[i-1].Size, cps[i].Size)
+		must(c.t, err)
+		if err := tlog.VerifyConsistency(p, cps[i-1], cps[i]); err != nil {
+			c.t.Fatalf("checkpoint of %d does not extend the one of %d: %v", cps[i].Size, cps[i-1].Size, err)
+		}
+	}
+	if len(cps) == 0 || bySize[cps[len(cps)-1].Size] != latest {
+		c.t.Fatalf("the latest checkpoint is not the file's last:\n%s", latest)
+	}
+	c.t.Logf("%d checkpoint lines, %d distinct sizes, all consistent", len(notes), len(cps))
+}
+
+// splitNotes splits a checkpoint file into its notes: each is its lines up
+// to its signature lines ("— …"), then one empty line.
+func splitNotes(file string) []string {
+	var out []string
+	var cur strings.Builder
+	lines := strings.Split(file, "\n")
+	for i := 0; i < len(lines); i++ {
+		cur.WriteString(lines[i] + "\n")
+		if strings.HasPrefix(lines[i], "— ") && i+1 < len(lines) && lines[i+1] == "" {
+			if i+2 >= len(lines) || !strings.HasPrefix(lines[i+2], "— ") {
+				out = append(out, cur.String())
+				cur.Reset()
+				i++ // the empty line after the note
+			}
+		}
+	}
+	return out
+}
+
+// nodeReader reads the tenant's tree nodes from the store.
+type nodeReader struct {
+	s      audit.Store
+	tenant string
+}
+
+func (n nodeReader) Nodes(ctx context.Context, ids []tlog.NodeID) ([][]byte, error) {
+	return n.s.Nodes(ctx, n.tenant, ids)
 }
 
 // proxy is a loopback TCP proxy to PostgreSQL that a test can cut, to

@@ -36,8 +36,8 @@ func (g *Gateway) pruneAudit(ctx context.Context, cutoff time.Time) {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down: the next start prunes the rest.
 	case err != nil:
-		g.log.Error("audit retention run failed", "err", err, "events_pruned", res.Events, "chains", res.Chains)
+		g.log.Error("audit retention run failed", "err", err, "events_pruned", res.Events, "tenants", res.Tenants)
 	default:
-		g.log.Debug("audit retention run", "events_pruned", res.Events, "chains", res.Chains, "cutoff", cutoff.UTC())
+		g.log.Debug("audit retention run", "events_pruned", res.Events, "tenants", res.Tenants, "cutoff", cutoff.UTC())
 	}
 }

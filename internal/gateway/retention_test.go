@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 func TestPruneIntervalIsATenthOfRetentionAtMostHourly(t *testing.T) {
@@ -41,23 +42,23 @@ func TestRetentionPrunesTheAuditLogAndWhatRemainsVerifies(t *testing.T) {
 		t.Fatalf("acme has %d events before the prune, want at least 6", before)
 	}
 
-	// A cutoff in the future: everything but each chain's head goes.
+	// A cutoff in the future: everything goes; the tree keeps its shape.
 	h.g.pruneAudit(t.Context(), time.Now().Add(time.Hour))
-	if n := h.verify("acme"); n != 1 {
-		t.Fatalf("after the prune %d events verify, want 1 (the head)", n)
+	if n := h.verify("acme"); n != 0 {
+		t.Fatalf("after the prune %d events verify, want 0", n)
 	}
 	m := string(h.do("GET", "/metrics", "", nil).raw)
-	want := "toolgate_audit_pruned_events_total " + strconv.Itoa(before-1)
+	want := "toolgate_audit_pruned_events_total " + strconv.Itoa(before)
 	if !strings.Contains(m, want) {
 		t.Fatalf("metrics lack %q", want)
 	}
 
-	// The chain goes on from the head.
+	// The log goes on after the cut.
 	if r := h.call(dev, "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.status != 200 {
 		t.Fatalf("read-file after prune: %d %s", r.status, r.raw)
 	}
-	if n := h.verify("acme"); n != 3 {
-		t.Fatalf("after one more call %d events verify, want 3", n)
+	if n := h.verify("acme"); n != 2 {
+		t.Fatalf("after one more call %d events verify, want 2", n)
 	}
 }
 
@@ -65,24 +66,26 @@ func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
 	h := start(t)
 	ctx := t.Context()
 
-	// Events two hours old on a chain of their own, as an earlier replica
-	// would have left them.
+	// Events two hours old, as an earlier gateway would have left them
+	// (with the same checkpoint key).
 	dsn := filepath.Join(h.dir, "audit.db")
 	db, err := store.Open(ctx, store.SQLite, dsn)
 	must(t, err)
 	defer db.Close()
+	key, err := tlog.LoadOrCreateSigner(filepath.Join(h.dir, "audit-signing.key"), tlog.KeyName)
+	must(t, err)
 	old := time.Now().Add(-2 * time.Hour)
-	seed, err := audit.NewLog(db.Audit(), audit.LogOptions{Chain: "seed", Now: func() time.Time { return old }})
+	seed, err := audit.NewLog(db.Audit(), audit.LogOptions{Signer: key, Now: func() time.Time { return old }})
 	must(t, err)
 	for range 4 {
 		must(t, seed.Append(ctx, &audit.Event{Tenant: "acme", Tool: "read-file", Phase: audit.PhaseDecision, Outcome: "allow"}))
 	}
+	must(t, seed.Sync(ctx, "acme"))
 	must(t, seed.Close())
 
 	cfg, err := config.Load(filepath.Join(h.dir, "gateway.yaml"))
 	must(t, err)
 	cfg.Audit.Retention = time.Hour
-	cfg.Audit.Chain = "replica-2"
 	g, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
 	must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -98,11 +101,11 @@ func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
 
 	// Waits for a state, asserts nothing about time.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		cps, err := db.Audit().Checkpoints(ctx, "acme")
+		tree, err := db.Audit().Tree(ctx, "acme")
 		must(t, err)
-		if cp, ok := cps["seed"]; ok {
-			if cp.Seq != 3 {
-				t.Fatalf("checkpoint at seq %d, want 3: all but the head pruned", cp.Seq)
+		if tree.Pruned > 0 {
+			if tree.Pruned != 4 {
+				t.Fatalf("%d events pruned, want the 4 old ones", tree.Pruned)
 			}
 			break
 		}
@@ -110,7 +113,7 @@ func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
 			t.Fatal("the gateway did not prune at start")
 		}
 	}
-	if n := h.verify("acme"); n != 1 {
-		t.Fatalf("%d events verify after the prune, want the seed chain's head", n)
+	if n := h.verify("acme"); n != 0 {
+		t.Fatalf("%d events verify after the prune, want none", n)
 	}
 }

@@ -103,6 +103,10 @@ func TestReplayCountsMatchAHandComputedExpectation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Replay reads what is integrated (queryable by phase).
+	for _, tenant := range []string{"acme", "globex"} {
+		must(t, lg.Sync(ctx, tenant))
+	}
 
 	pdir := filepath.Join(dir, "candidate")
 	must(t, os.MkdirAll(pdir, 0o755))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -15,10 +16,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // pgAuditDB is the audit repository of a database a test opened, with
@@ -49,14 +52,30 @@ func openPostgres(t testing.TB, dsn string, opts ...Option) pgAuditDB {
 	return pgAuditDB{db.Audit().(*pgAudit), db}
 }
 
-func newLog(t testing.TB, s audit.Store, chain string) *audit.Log {
+// newLog starts a Log on s with signer (nil: a key of its own).
+func newLog(t testing.TB, s audit.Store, signer *tlog.Signer) *audit.Log {
 	t.Helper()
-	l, err := audit.NewLog(s, audit.LogOptions{Chain: chain})
+	l, err := audit.NewLog(s, audit.LogOptions{Signer: signer})
 	if err != nil {
-		t.Fatalf("NewLog(%s): %v", chain, err)
+		t.Fatalf("NewLog: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// testSigner is a checkpoint key held in memory, for logs that must share
+// one (replicas).
+func testSigner(t testing.TB) *tlog.Signer {
+	t.Helper()
+	skey, _, err := note.GenerateKey(rand.Reader, tlog.KeyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tlog.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // connect opens a plain connection beside the store, as an operator would.
@@ -76,11 +95,11 @@ func TestPostgresConformance(t *testing.T) {
 	})
 }
 
-// stored reads every row of tenant through Scan.
+// stored reads every integrated row of tenant through Scan, in log order.
 func stored(t *testing.T, s audit.Store, tenant string) []audit.Row {
 	t.Helper()
 	var rows []audit.Row
-	if err := s.Scan(t.Context(), tenant, func(r audit.Row) error {
+	if err := s.Scan(t.Context(), tenant, 0, math.MaxInt64, func(r audit.Row) error {
 		r.Raw = slices.Clone(r.Raw)
 		rows = append(rows, r)
 		return nil
@@ -94,17 +113,20 @@ func mustVerify(t *testing.T, l *audit.Log, tenant string, n int) {
 	t.Helper()
 	res, err := l.Verify(t.Context(), tenant)
 	if err != nil || !res.OK || res.EventsChecked != n {
-		t.Fatalf("Verify(%s) on chain %s = %+v, %v; want ok with %d events", tenant, l.Chain(), res, err, n)
+		t.Fatalf("Verify(%s) = %+v, %v; want ok with %d events", tenant, res, err, n)
 	}
 }
 
 func TestPostgresReplicasAppendConcurrentlyWithoutLossOrDuplicates(t *testing.T) {
 	const perReplica, workers = 600, 12
 	dsn := pgtest.DSN(t)
-	// Two stores with their own pools: two gateway processes on one database.
+	// Three stores with their own pools: three identical gateway processes
+	// on one database, sharing the checkpoint key file.
+	key := testSigner(t)
 	replicas := []*audit.Log{
-		newLog(t, openPostgres(t, dsn), "replica-a"),
-		newLog(t, openPostgres(t, dsn), "replica-b"),
+		newLog(t, openPostgres(t, dsn), key),
+		newLog(t, openPostgres(t, dsn), key),
+		newLog(t, openPostgres(t, dsn), key),
 	}
 	tenants := []string{"acme", "globex"}
 
@@ -134,46 +156,61 @@ func TestPostgresReplicasAppendConcurrentlyWithoutLossOrDuplicates(t *testing.T)
 		t.Fatalf("Append: %v", err)
 	}
 
-	// A third process, an auditor, reads through its own store.
+	// A fourth process, an auditor, reads through its own store.
 	auditor := openPostgres(t, dsn)
 	seen := map[string]bool{}
 	for _, tenant := range tenants {
+		for _, l := range replicas {
+			if err := l.Sync(t.Context(), tenant); err != nil {
+				t.Fatal(err)
+			}
+		}
 		rows := stored(t, auditor, tenant)
-		perChain := map[string]int64{}
-		for _, r := range rows {
-			perChain[r.Chain]++
-			if r.Seq != perChain[r.Chain] {
-				t.Fatalf("%s/%s: row %d has seq %d: not contiguous", tenant, r.Chain, perChain[r.Chain], r.Seq)
+		for i, r := range rows {
+			if r.LogIndex != int64(i) {
+				t.Fatalf("%s: row %d has log_index %d: not contiguous", tenant, i, r.LogIndex)
 			}
 			if seen[r.ID] {
-				t.Fatalf("event %s stored twice", r.ID)
+				t.Fatalf("event %s integrated twice", r.ID)
 			}
 			seen[r.ID] = true
 			ev, ok := appended[r.ID]
-			if !ok || ev.Hash != r.Hash || ev.Chain != r.Chain || ev.Seq != r.Seq || ev.Tenant != tenant {
-				t.Fatalf("stored row %s/%s#%d (%s) is not an event an Append reported", tenant, r.Chain, r.Seq, r.ID)
+			if !ok || ev.Hash != r.Hash || ev.Tenant != tenant {
+				t.Fatalf("stored row %s#%d (%s) is not an event an Append reported", tenant, r.LogIndex, r.ID)
 			}
 		}
-		want := map[string]int64{"replica-a": perReplica / 2, "replica-b": perReplica / 2}
-		if len(perChain) != 2 || perChain["replica-a"] != want["replica-a"] || perChain["replica-b"] != want["replica-b"] {
-			t.Fatalf("%s: events per chain %v, want %v", tenant, perChain, want)
+		if len(rows) != len(replicas)*perReplica/2 {
+			t.Fatalf("%s: %d events integrated, want %d", tenant, len(rows), len(replicas)*perReplica/2)
 		}
-		// Verify from any replica covers every replica's chain.
+		// Verify from any replica covers every replica's events.
 		for _, l := range replicas {
-			mustVerify(t, l, tenant, perReplica)
+			mustVerify(t, l, tenant, len(rows))
 		}
-		mustVerify(t, newLog(t, auditor, "auditor"), tenant, perReplica)
+		mustVerify(t, newLog(t, auditor, key), tenant, len(rows))
+		// Every replica serves the same checkpoint.
+		var notes []string
+		for _, l := range replicas {
+			n, err := l.Checkpoint(t.Context(), tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes = append(notes, string(n))
+		}
+		if notes[0] != notes[1] || notes[1] != notes[2] {
+			t.Fatalf("%s: replicas serve different checkpoints: %q", tenant, notes)
+		}
 	}
 	if len(seen) != len(appended) {
-		t.Fatalf("%d events stored, %d appended", len(seen), len(appended))
+		t.Fatalf("%d events integrated, %d appended", len(seen), len(appended))
 	}
 }
 
-func TestPostgresReopenReloadsTheHeads(t *testing.T) {
+func TestPostgresReopenContinuesTheTree(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
+	key := testSigner(t)
 	s := openPostgres(t, dsn)
-	l, err := audit.NewLog(s, audit.LogOptions{Chain: "replica-a"})
+	l, err := audit.NewLog(s, audit.LogOptions{Signer: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,36 +222,31 @@ func TestPostgresReopenReloadsTheHeads(t *testing.T) {
 		}
 		first = append(first, ev)
 	}
-	other := newLog(t, s, "replica-b") // another replica's chain, untouched by the reopen
-	if err := other.Append(ctx, testEvent("acme", "grep")); err != nil {
-		t.Fatal(err)
-	}
 	l.Close()
 	s.Close()
 
 	s = openPostgres(t, dsn)
-	heads, err := s.Heads(ctx, "replica-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(heads) != 2 || heads["acme"] != (audit.Head{Seq: 2, Hash: first[1].Hash}) ||
-		heads["globex"] != (audit.Head{Seq: 1, Hash: first[2].Hash}) {
-		t.Fatalf("Heads after reopen = %v", heads)
-	}
-	l = newLog(t, s, "replica-a")
+	l = newLog(t, s, key)
 	for _, ev := range first {
 		got, err := l.Get(ctx, ev.Tenant, ev.ID)
 		if err != nil || got.Hash != ev.Hash {
 			t.Fatalf("event %s after reopen: %v", ev.ID, err)
 		}
 	}
-	for tenant, wantSeq := range map[string]int64{"acme": 3, "globex": 2} {
+	for tenant, want := range map[string]int64{"acme": 2, "globex": 1} {
 		ev := testEvent(tenant, "grep")
-		if err := l.Append(ctx, ev); err != nil || ev.Seq != wantSeq || ev.Chain != "replica-a" {
-			t.Fatalf("%s after reopen: %s#%d, %v; want replica-a#%d", tenant, ev.Chain, ev.Seq, err, wantSeq)
+		if err := l.Append(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(ctx, tenant); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Get(ctx, tenant, ev.ID)
+		if err != nil || got.LogIndex == nil || *got.LogIndex != want {
+			t.Fatalf("%s after reopen: log_index %v, %v; want %d", tenant, got.LogIndex, err, want)
 		}
 	}
-	mustVerify(t, l, "acme", 4) // three of replica-a, one of replica-b
+	mustVerify(t, l, "acme", 3)
 	mustVerify(t, l, "globex", 2)
 }
 
@@ -455,7 +487,7 @@ func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
 	ctx := t.Context()
 	k, dsn := newKiller(t, pgtest.DSN(t))
 	s := openPostgres(t, dsn)
-	l := newLog(t, s, "main")
+	l := newLog(t, s, nil)
 	committed := 0
 	appendOK := func() {
 		t.Helper()
@@ -492,7 +524,7 @@ func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
 		}
 		t.Fatal("no append ever met a killed connection")
 	})
-	t.Run("the next append reconnects and continues the chain", func(t *testing.T) {
+	t.Run("the next append reconnects and the log goes on", func(t *testing.T) {
 		appendOK()
 		mustVerify(t, l, "acme", committed)
 	})
@@ -515,7 +547,7 @@ func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
 		t.Fatal("no ping ever met a killed connection")
 	})
 
-	t.Run("under repeated kills every reported append is stored and the chain verifies", func(t *testing.T) {
+	t.Run("under repeated kills every reported append is stored and the log verifies", func(t *testing.T) {
 		const workers, each = 8, 40
 		stop := make(chan struct{})
 		killerDone := make(chan error, 1)
@@ -562,13 +594,16 @@ func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
 		t.Logf("under kills: %d appends committed, %d refused", len(ok), failed)
 
 		appendOK()
+		if err := l.Sync(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
 		rows := stored(t, s, "acme")
 		byID := map[string]audit.Row{}
 		for _, r := range rows {
 			byID[r.ID] = r
 		}
 		for _, ev := range ok {
-			if r, found := byID[ev.ID]; !found || r.Hash != ev.Hash || r.Seq != ev.Seq {
+			if r, found := byID[ev.ID]; !found || r.Hash != ev.Hash {
 				t.Fatalf("event %s was reported committed but is not stored as reported", ev.ID)
 			}
 		}
@@ -587,7 +622,7 @@ func TestPostgresFailsClosedAndRecoversWhenConnectionsAreKilled(t *testing.T) {
 func TestPostgresLookupsWithNULFindNothing(t *testing.T) {
 	ctx := t.Context()
 	s := openPostgres(t, pgtest.DSN(t))
-	l := newLog(t, s, "main")
+	l := newLog(t, s, nil)
 	if err := l.Append(ctx, testEvent("acme", "grep")); err != nil {
 		t.Fatal(err)
 	}

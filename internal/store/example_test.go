@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // Open the embedded database, start the audit log on its audit repository,
@@ -25,7 +26,13 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	lg, err := audit.NewLog(db.Audit(), audit.LogOptions{})
+	// The key that signs the log's checkpoints lives beside the database
+	// (share it between replicas).
+	key, err := tlog.LoadOrCreateSigner(filepath.Join(dir, "var", "audit-signing.key"), tlog.KeyName)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lg, err := audit.NewLog(db.Audit(), audit.LogOptions{Signer: key})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,8 +47,8 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	a, err := db.Approvals().Get(ctx, "acme", "ap-1")
-	fmt.Println(ev.Seq, a.Status, err)
-	// Output: 1 pending <nil>
+	fmt.Println(ev.Hash != "", a.Status, err)
+	// Output: true pending <nil>
 }
 
 // `gateway audit migrate` applies the migrations ahead of the replicas,

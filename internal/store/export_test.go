@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // Test-only hooks of the audit repositories: they exist only in this
@@ -15,7 +16,7 @@ import (
 
 // tamperable are the columns a tamper test may rewrite.
 var tamperable = map[string]bool{
-	"tenant": true, "chain": true, "seq": true, "id": true, "time_ms": true, "tool": true,
+	"tenant": true, "log_index": true, "chain": true, "seq": true, "id": true, "time_ms": true, "tool": true,
 	"principal": true, "outcome": true, "phase": true, "session_id": true, "call_id": true,
 	"decision_id": true, "hash": true,
 }
@@ -168,40 +169,108 @@ func (s *pgAudit) Analyze(ctx context.Context) error {
 	return err
 }
 
-// checkpointColumns are the checkpoint columns a tamper test may rewrite.
-var checkpointColumns = map[string]bool{
-	"tenant": true, "chain": true, "seq": true, "hash": true,
-	"pruned_before_ms": true, "created_ms": true, "checkpoint_hash": true,
-}
-
-// TamperCheckpoint overwrites one column of the checkpoint of (tenant, chain).
-func (s *sqliteAudit) TamperCheckpoint(ctx context.Context, tenant, chain, column string, value any) error {
-	if !checkpointColumns[column] {
-		return fmt.Errorf("tamper: unknown checkpoint column %q", column)
-	}
-	return s.tamper(ctx, `UPDATE audit_checkpoints SET `+column+` = ? WHERE tenant = ? AND chain = ?`, value, tenant, chain)
-}
-
-// TamperCheckpointDelete removes the checkpoint of (tenant, chain).
-func (s *sqliteAudit) TamperCheckpointDelete(ctx context.Context, tenant, chain string) error {
-	return s.tamper(ctx, `DELETE FROM audit_checkpoints WHERE tenant = ? AND chain = ?`, tenant, chain)
-}
+// SetPruneBatch bounds the events one prune step deletes.
+func (s *sqliteAudit) SetPruneBatch(n int) { s.pruneBatch = n }
 
 // SetPruneBatch bounds the events one prune step deletes.
-func (s *sqliteAudit) SetPruneBatch(n int64) { s.pruneBatch = n }
+func (s *pgAudit) SetPruneBatch(n int) { s.pruneBatch = n }
 
-// TamperCheckpoint overwrites one column of the checkpoint of (tenant, chain).
-func (s *pgAudit) TamperCheckpoint(ctx context.Context, tenant, chain, column string, value any) error {
-	if !checkpointColumns[column] {
-		return fmt.Errorf("tamper: unknown checkpoint column %q", column)
+// TamperTree replaces the tenant's stored tree and all its nodes.
+func (s *sqliteAudit) TamperTree(ctx context.Context, tenant string, size int64, state, root []byte, nodes []tlog.Node) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	return s.tamper(ctx, `UPDATE audit_checkpoints SET `+column+` = $1 WHERE tenant = $2 AND chain = $3`, value, tenant, chain)
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM audit_tree_nodes WHERE tenant = ?`, tenant); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_tree_nodes (tenant, level, idx, hash) VALUES (?, ?, ?, ?)`,
+			tenant, int64(n.ID.Level), int64(n.ID.Index), n.Hash); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE audit_trees SET size = ?, state = ?, root = ? WHERE tenant = ?`, size, state, root, tenant); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
-// TamperCheckpointDelete removes the checkpoint of (tenant, chain).
-func (s *pgAudit) TamperCheckpointDelete(ctx context.Context, tenant, chain string) error {
-	return s.tamper(ctx, `DELETE FROM audit_checkpoints WHERE tenant = $1 AND chain = $2`, tenant, chain)
+// TamperCheckpointNote replaces (nil: deletes) the stored latest checkpoint.
+func (s *sqliteAudit) TamperCheckpointNote(ctx context.Context, tenant string, note []byte, size int64) error {
+	return s.tamper(ctx, `UPDATE audit_trees SET checkpoint = ?, checkpoint_size = ? WHERE tenant = ?`, note, size, tenant)
 }
 
-// SetPruneBatch bounds the events one prune step deletes.
-func (s *pgAudit) SetPruneBatch(n int64) { s.pruneBatch = n }
+// TamperDeleteTenant deletes the tenant's events, tree and nodes.
+func (s *sqliteAudit) TamperDeleteTenant(ctx context.Context, tenant string) error {
+	for _, q := range []string{`DELETE FROM audit_events WHERE tenant = ?`, `DELETE FROM audit_trees WHERE tenant = ?`,
+		`DELETE FROM audit_tree_nodes WHERE tenant = ?`} {
+		if _, err := s.w.ExecContext(ctx, q, tenant); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertLegacy stores an event as the previous gateway did.
+func (s *sqliteAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
+	ms, err := ev.TimeMS()
+	if err != nil {
+		return err
+	}
+	return s.tamper(ctx, `INSERT INTO audit_events
+		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ev.Tenant, ev.Chain, ev.Seq, ev.ID, ms, ev.Tool, ev.Principal,
+		ev.Outcome, ev.Phase, ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, string(raw))
+}
+
+// TamperTree replaces the tenant's stored tree and all its nodes.
+func (s *pgAudit) TamperTree(ctx context.Context, tenant string, size int64, state, root []byte, nodes []tlog.Node) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `DELETE FROM audit_tree_nodes WHERE tenant = $1`, tenant); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_tree_nodes (tenant, level, idx, hash) VALUES ($1, $2, $3, $4)`,
+			tenant, int16(n.ID.Level), int64(n.ID.Index), n.Hash); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE audit_trees SET size = $1, state = $2, root = $3 WHERE tenant = $4`, size, state, root, tenant); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// TamperCheckpointNote replaces (nil: deletes) the stored latest checkpoint.
+func (s *pgAudit) TamperCheckpointNote(ctx context.Context, tenant string, note []byte, size int64) error {
+	return s.tamper(ctx, `UPDATE audit_trees SET checkpoint = $1, checkpoint_size = $2 WHERE tenant = $3`, note, size, tenant)
+}
+
+// TamperDeleteTenant deletes the tenant's events, tree and nodes.
+func (s *pgAudit) TamperDeleteTenant(ctx context.Context, tenant string) error {
+	for _, q := range []string{`DELETE FROM audit_events WHERE tenant = $1`, `DELETE FROM audit_trees WHERE tenant = $1`,
+		`DELETE FROM audit_tree_nodes WHERE tenant = $1`} {
+		if _, err := s.pool.Exec(ctx, q, tenant); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertLegacy stores an event as the previous gateway did.
+func (s *pgAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
+	ms, err := ev.TimeMS()
+	if err != nil {
+		return err
+	}
+	return s.tamper(ctx, `INSERT INTO audit_events
+		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, ev.Tenant, ev.Chain, ev.Seq, ev.ID, ms,
+		ev.Tool, ev.Principal, ev.Outcome, ev.Phase, ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, raw)
+}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/internal/approval"
@@ -76,50 +78,52 @@ func (l *legacyDB) migrateLegacy(t *testing.T, name string, upTo int) {
 	}
 }
 
-// captured is an audit.Store that only keeps what the Log gives Insert,
-// so that the test can write it into a legacy database as the previous
-// gateway's store did.
-type captured struct {
-	audit.Store
-	entries []audit.Entry
-}
-
-func (c *captured) Heads(context.Context, string) (map[string]audit.Head, error) {
-	return map[string]audit.Head{}, nil
-}
-
-func (c *captured) Insert(_ context.Context, entries []audit.Entry) error {
-	c.entries = append(c.entries, entries...)
-	return nil
+// legacyEvent fills in ev's hash chain link (chain "main", seq, prev)
+// and hash, as the previous gateway did, and returns its raw JSON.
+func legacyEvent(t *testing.T, ev *audit.Event, seq int64, prev string) []byte {
+	t.Helper()
+	ev.ID = fmt.Sprintf("legacy-%s-%d", ev.Tenant, seq)
+	ev.Time = "2026-01-01T00:00:00.000Z"
+	ev.Chain, ev.Seq, ev.PrevHash, ev.Hash = "main", seq, prev, ""
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Hash, err = audit.ComputeHash(b); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.Marshal(ev); err != nil {
+		t.Fatal(err)
+	}
+	v := jsontext.Value(b)
+	if err := v.Canonicalize(); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // seedLegacy writes what the previous gateway would have: chained audit
 // events, and (when their tables exist) an approval, a question and a task.
 func (l *legacyDB) seedLegacy(t *testing.T, withApprovals, withQuestions, withTasks bool) []*audit.Event {
 	t.Helper()
-	c := &captured{}
-	lg, err := audit.NewLog(c, audit.LogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var evs []*audit.Event
-	for i := range 5 {
-		ev := benchEvent([]string{"acme", "globex"}[i%2], i)
-		if err := lg.Append(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	lg.Close()
+	heads := map[string]*audit.Event{}
 	q := placeholders(`INSERT INTO audit_events
 		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.dollar)
-	for _, e := range c.entries {
-		ev := e.Event
+	for i := range 5 {
+		ev := benchEvent([]string{"acme", "globex"}[i%2], i)
+		seq, prev := int64(1), ""
+		if h := heads[ev.Tenant]; h != nil {
+			seq, prev = h.Seq+1, h.Hash
+		}
+		rawJSON := legacyEvent(t, ev, seq, prev)
+		heads[ev.Tenant] = ev
+		evs = append(evs, ev)
 		ms, _ := ev.TimeMS()
-		var raw any = string(e.Raw) // SQLite kept TEXT, PostgreSQL BYTEA
+		var raw any = string(rawJSON) // SQLite kept TEXT, PostgreSQL BYTEA
 		if l.dollar {
-			raw = e.Raw
+			raw = rawJSON
 		}
 		l.exec(t, q, ev.Tenant, ev.Chain, ev.Seq, ev.ID, ms, ev.Tool, ev.Principal, ev.Outcome, ev.Phase,
 			ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, raw)
@@ -328,7 +332,7 @@ func testLegacyUpgrade(t *testing.T, newLegacy func(*testing.T) *legacyDB) {
 			for _, r := range l.query(t, `SELECT version_id FROM `+versionTable+` WHERE version_id > 0 ORDER BY version_id`) {
 				versions = append(versions, r[0].(int64))
 			}
-			if want := []int64{1, 2, 3, 4, 5, 6, 7}; !slices.Equal(versions, want) {
+			if want := []int64{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(versions, want) {
 				t.Fatalf("versions recorded: %v, want %v", versions, want)
 			}
 			after := l.tables(t)
@@ -337,34 +341,50 @@ func testLegacyUpgrade(t *testing.T, newLegacy func(*testing.T) *legacyDB) {
 					t.Fatalf("table %s is gone after the upgrade (tables: %v)", tb, after)
 				}
 			}
-			for _, tb := range []string{"audit_events", "audit_checkpoints", "approvals", "questions", "tasks", "store_probe"} {
+			for _, tb := range []string{"audit_events", "audit_checkpoints", "approvals", "questions", "tasks", "store_probe",
+				"audit_append", "audit_trees", "audit_tree_nodes"} {
 				if !slices.Contains(after, tb) {
 					t.Fatalf("table %s missing after the upgrade (tables: %v)", tb, after)
 				}
 			}
 
-			// The audit log verifies and continues its chains.
+			// The audit log's events are put into the tree, in chain
+			// order, and verify; new events follow them.
 			lg, err := audit.NewLog(db.Audit(), audit.LogOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer lg.Close()
-			for tenant, n := range map[string]int{"acme": 3, "globex": 2} {
-				if res, err := lg.Verify(ctx, tenant); err != nil || !res.OK || res.EventsChecked != n {
-					t.Fatalf("Verify(%s) after the upgrade = %+v, %v; want ok with %d", tenant, res, err, n)
-				}
-			}
 			for _, ev := range evs {
 				if got, err := lg.Get(ctx, ev.Tenant, ev.ID); err != nil || got.Hash != ev.Hash {
 					t.Fatalf("event %s after the upgrade: %v", ev.ID, err)
+				}
+			}
+			for tenant, n := range map[string]int{"acme": 3, "globex": 2} {
+				if res, err := lg.Verify(ctx, tenant); err != nil || !res.OK || res.EventsChecked != n || res.TreeSize != int64(n) {
+					t.Fatalf("Verify(%s) after the upgrade = %+v, %v; want ok with %d", tenant, res, err, n)
+				}
+			}
+			for i, ev := range []*audit.Event{evs[0], evs[2], evs[4]} {
+				if got, err := lg.Get(ctx, "acme", ev.ID); err != nil || got.LogIndex == nil || *got.LogIndex != int64(i) {
+					t.Fatalf("acme event %s (seq %d) after integration: %v, log_index %v; want %d", ev.ID, ev.Seq, err, got.LogIndex, i)
 				}
 			}
 			if p, err := lg.Query(ctx, "acme", audit.Filter{Principal: "user-0", Outcome: "allow"}); err != nil || len(p.Events) != 1 {
 				t.Fatalf("query by principal and outcome (the index the upgrade may add): %d events, %v", len(p.Events), err)
 			}
 			next := benchEvent("acme", 9)
-			if err := lg.Append(ctx, next); err != nil || next.Seq != 4 || next.PrevHash != evs[4].Hash {
-				t.Fatalf("append after the upgrade: seq %d prev %s, %v", next.Seq, next.PrevHash, err)
+			if err := lg.Append(ctx, next); err != nil || next.Seq != 0 || next.Chain != "" {
+				t.Fatalf("append after the upgrade: chain %q seq %d, %v", next.Chain, next.Seq, err)
+			}
+			if err := lg.Sync(ctx, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := lg.Get(ctx, "acme", next.ID); err != nil || got.LogIndex == nil || *got.LogIndex != 3 {
+				t.Fatalf("new event after the upgrade: %v, log_index %v; want 3", err, got.LogIndex)
+			}
+			if n, err := lg.Checkpoint(ctx, "acme"); err != nil || !strings.HasPrefix(string(n), "toolgate/acme\n3\n") && !strings.HasPrefix(string(n), "toolgate/acme\n4\n") {
+				t.Fatalf("checkpoint after the upgrade: %v\n%s", err, n)
 			}
 
 			// Approvals, questions and tasks written before are all there

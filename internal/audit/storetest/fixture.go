@@ -3,7 +3,9 @@ package storetest
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -12,17 +14,21 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // fixture is one fresh store with a Log on top.
 type fixture struct {
-	t     *testing.T
-	ctx   context.Context
-	store audit.Store // the store under test, unwrapped
-	log   *audit.Log
-	reg   *prometheus.Registry
+	t      *testing.T
+	ctx    context.Context
+	store  audit.Store // the store under test, unwrapped
+	under  audit.Store // what the Log writes to (store, maybe wrapped)
+	log    *audit.Log
+	reg    *prometheus.Registry
+	signer *tlog.Signer // the checkpoint key every Log of the fixture shares
 }
 
 // newFixture opens a store, wraps it with wrap (may be nil) and starts a Log
@@ -31,22 +37,74 @@ type fixture struct {
 func newFixture(t *testing.T, open func(t *testing.T) audit.Store, wrap func(audit.Store) audit.Store, opts audit.LogOptions) *fixture {
 	t.Helper()
 	s := open(t)
-	f := &fixture{t: t, ctx: t.Context(), store: s, reg: prometheus.NewRegistry()}
-	var under audit.Store = s
+	f := &fixture{t: t, ctx: t.Context(), store: s, under: s, reg: prometheus.NewRegistry(), signer: newSigner(t)}
 	if wrap != nil {
-		under = wrap(s)
+		f.under = wrap(s)
 	}
 	if opts.Now == nil {
 		opts.Now = newClock()
 	}
-	opts.Registerer = f.reg
-	l, err := audit.NewLog(under, opts)
-	if err != nil {
-		t.Fatalf("NewLog: %v", err)
+	if opts.Signer == nil {
+		opts.Signer = f.signer
 	}
-	t.Cleanup(func() { l.Close() })
-	f.log = l
+	opts.Registerer = f.reg
+	f.log = f.newLog(opts)
 	return f
+}
+
+// newLog starts another Log on the fixture's store (a restarted gateway,
+// another replica); it closes at the end of the test.
+func (f *fixture) newLog(opts audit.LogOptions) *audit.Log {
+	f.t.Helper()
+	if opts.Now == nil {
+		opts.Now = newClock()
+	}
+	if opts.Signer == nil {
+		opts.Signer = f.signer
+	}
+	l, err := audit.NewLog(f.under, opts)
+	if err != nil {
+		f.t.Fatalf("NewLog: %v", err)
+	}
+	f.t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// newSigner makes a checkpoint key held in memory.
+func newSigner(t *testing.T) *tlog.Signer {
+	t.Helper()
+	skey, _, err := note.GenerateKey(rand.Reader, tlog.KeyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tlog.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sync integrates the tenant's committed events now.
+func (f *fixture) sync(tenant string) {
+	f.t.Helper()
+	if err := f.log.Sync(f.ctx, tenant); err != nil {
+		f.t.Fatalf("Sync(%s): %v", tenant, err)
+	}
+}
+
+// checkpoint returns the tenant's latest signed checkpoint note and what
+// it says.
+func (f *fixture) checkpoint(tenant string) ([]byte, tlog.Checkpoint) {
+	f.t.Helper()
+	n, err := f.log.Checkpoint(f.ctx, tenant)
+	if err != nil {
+		f.t.Fatalf("Checkpoint(%s): %v", tenant, err)
+	}
+	cp, err := f.log.Verifier().Open(n, tlog.Origin(tenant))
+	if err != nil {
+		f.t.Fatalf("the checkpoint of %s does not open: %v\n%s", tenant, err, n)
+	}
+	return n, cp
 }
 
 // newClock is a clock that advances one millisecond per reading, so every
@@ -95,9 +153,17 @@ func event(tenant string, i int) *audit.Event {
 	return ev
 }
 
-// appendN appends n events of tenant in order and returns them with their
-// chain fields filled.
+// appendN appends n events of tenant in order, integrates them and returns
+// them with their hashes filled.
 func (f *fixture) appendN(tenant string, n int) []*audit.Event {
+	f.t.Helper()
+	out := f.appendOnly(tenant, n)
+	f.sync(tenant)
+	return out
+}
+
+// appendOnly is appendN without integrating.
+func (f *fixture) appendOnly(tenant string, n int) []*audit.Event {
 	f.t.Helper()
 	out := make([]*audit.Event, n)
 	for i := range n {
@@ -110,12 +176,13 @@ func (f *fixture) appendN(tenant string, n int) []*audit.Event {
 	return out
 }
 
-// rows returns the tenant's stored rows as Scan reports them.
+// rows returns the tenant's integrated rows as Scan reports them, in log
+// order.
 func (f *fixture) rows(tenant string) []audit.Row {
 	f.t.Helper()
 	var rows []audit.Row
-	err := f.store.Scan(f.ctx, tenant, func(r audit.Row) error {
-		r.Raw = slices.Clone(r.Raw)
+	err := f.store.Scan(f.ctx, tenant, 0, math.MaxInt64, func(r audit.Row) error {
+		r.Raw, r.Leaf = slices.Clone(r.Raw), slices.Clone(r.Leaf)
 		rows = append(rows, r)
 		return nil
 	})
@@ -125,7 +192,7 @@ func (f *fixture) rows(tenant string) []audit.Row {
 	return rows
 }
 
-// raw returns the stored raw JSON of event id.
+// raw returns the stored raw JSON of integrated event id.
 func (f *fixture) raw(tenant, id string) []byte {
 	f.t.Helper()
 	for _, r := range f.rows(tenant) {
@@ -151,6 +218,35 @@ func (f *fixture) mustVerify(tenant string, n int) {
 	f.t.Helper()
 	if res := f.verify(tenant); !res.OK || res.EventsChecked != n {
 		f.t.Fatalf("Verify(%s) = %+v, want ok with %d events", tenant, res, n)
+	}
+}
+
+// rewriteTree plays the attacker who recomputes the tenant's whole tree
+// from the events as they now are in the database (nodes, state, root),
+// and drops the stored checkpoint, which they cannot re-sign.
+func (f *fixture) rewriteTree(tam Tamperer, tenant string) {
+	f.t.Helper()
+	var leaves [][]byte
+	for _, r := range f.rows(tenant) {
+		b, err := audit.HashBytes(r.Hash)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		leaves = append(leaves, b)
+	}
+	integ, err := tlog.Integrate(tlog.State{}, leaves)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	st, err := integ.State.MarshalBinary()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := tam.TamperTree(f.ctx, tenant, int64(len(leaves)), st, integ.Root, integ.Nodes); err != nil {
+		f.t.Fatalf("tamper: %v", err)
+	}
+	if err := tam.TamperCheckpointNote(f.ctx, tenant, nil, 0); err != nil {
+		f.t.Fatalf("tamper: %v", err)
 	}
 }
 
@@ -288,4 +384,33 @@ func editRaw(t *testing.T, raw []byte, rehash bool, edit func(m map[string]any))
 		out = []byte(canonical(t, m))
 	}
 	return out
+}
+
+// legacyChain builds events of the hash-chain era, as the previous gateway
+// wrote them: chain, seq from 1, each prev_hash its predecessor's hash,
+// the hash over all of it. It returns the events and their raw JSON.
+func legacyChain(t *testing.T, tenant, chain string, from int, n int) ([]*audit.Event, [][]byte) {
+	t.Helper()
+	clock := newClock()
+	var evs []*audit.Event
+	var raws [][]byte
+	prev := ""
+	for i := range n {
+		ev := event(tenant, from+i)
+		ev.ID = fmt.Sprintf("legacy-%s-%s-%d", tenant, chain, i+1)
+		ev.Time = audit.FormatTime(clock().Add(-time.Hour))
+		ev.Chain, ev.Seq, ev.PrevHash = chain, int64(i+1), prev
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Hash, err = audit.ComputeHash(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, []byte(canonical(t, ev)))
+		evs = append(evs, ev)
+		prev = ev.Hash
+	}
+	return evs, raws
 }

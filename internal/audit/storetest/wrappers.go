@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/toolgate/toolgate/internal/audit"
@@ -23,27 +22,21 @@ const (
 	faultNone fault = iota
 	// faultBefore fails Insert without reaching the store (it is down).
 	faultBefore
-	// faultMidway makes the store itself fail halfway through the batch:
-	// a copy of the first event (same id, later seq) is appended, so the
-	// unique id constraint fires after some rows went in. The store must
-	// roll all of them back.
-	faultMidway
 	// faultAfter lets the store commit, then reports failure: the commit
 	// landed but its acknowledgement was lost.
 	faultAfter
 )
 
-// faultyStore injects Insert (and Heads) failures on demand.
+// faultyStore injects Insert failures on demand.
 type faultyStore struct {
 	audit.Store
-	mu        sync.Mutex
-	insert    fault
-	headsFail bool
+	mu     sync.Mutex
+	insert fault
 }
 
-func (s *faultyStore) set(f fault, headsFail bool) {
+func (s *faultyStore) set(f fault) {
 	s.mu.Lock()
-	s.insert, s.headsFail = f, headsFail
+	s.insert = f
 	s.mu.Unlock()
 }
 
@@ -54,14 +47,6 @@ func (s *faultyStore) Insert(ctx context.Context, entries []audit.Entry) error {
 	switch f {
 	case faultBefore:
 		return errUnreachable
-	case faultMidway:
-		dup := *entries[0].Event
-		dup.Seq = entries[len(entries)-1].Event.Seq + 1000
-		err := s.Store.Insert(ctx, append(slices.Clone(entries), audit.Entry{Event: &dup, Raw: entries[0].Raw}))
-		if err == nil {
-			return errors.New("storetest: store accepted a duplicate event id")
-		}
-		return err
 	case faultAfter:
 		if err := s.Store.Insert(ctx, entries); err != nil {
 			return err
@@ -80,16 +65,6 @@ func (s *faultyStore) Probe(ctx context.Context) error {
 		return errUnreachable
 	}
 	return s.Store.Probe(ctx)
-}
-
-func (s *faultyStore) Heads(ctx context.Context, chain string) (map[string]audit.Head, error) {
-	s.mu.Lock()
-	fail := s.headsFail
-	s.mu.Unlock()
-	if fail {
-		return nil, errUnreachable
-	}
-	return s.Store.Heads(ctx, chain)
 }
 
 // gatedStore holds every Insert until released, so a test can fill the
