@@ -56,6 +56,10 @@ func TestCommandLine(t *testing.T) {
 		env    map[string]string
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, nil},
+		{"audit verify needs its files", []string{"audit", "verify", "x.ndjson"}, 2, "", "usage: gateway audit verify", nil},
+		{"audit verify with a missing checkpoint", []string{"audit", "verify", "--checkpoint", "/nonexistent/cp", "--key", good, good}, 1, "", "audit verify: checkpoint:", nil},
+		{"audit verify with a key that is not a key", []string{"audit", "verify", "--checkpoint", good, "--key", good, good}, 1, "", "audit verify: key:", nil},
+		{"audit without a sub-command", []string{"audit"}, 2, "", "gateway audit verify --checkpoint FILE", nil},
 		{"help", []string{"help"}, 0, "gateway policy test", "", nil},
 		{"token needs tenant and sub", []string{"token", "--config", good}, 2, "", "--tenant and --sub are required", nil},
 		{"token for an unconfigured tenant", []string{"token", "--config", good, "--tenant", "globex", "--sub", "a"}, 2, "", `tenant "globex" is not configured`, nil},

@@ -62,7 +62,7 @@ func (s *Server) proofError(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, ErrProofRange):
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "size out of range of the log")
 	case errors.Is(err, ErrBadCheckpoint):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "checkpoint: "+err.Error())
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 	default:
 		s.o.Logger.Error("audit "+what+" failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")

@@ -23,18 +23,19 @@ func LeafHash(raw []byte) (string, error) {
 		return "", err
 	}
 	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return "", err
 		}
+		name := tok.String() // the token is void after the next read
 		val, err := dec.ReadValue()
 		if err != nil {
 			return "", err
 		}
-		if name.String() == "log_index" {
+		if name == "log_index" {
 			continue
 		}
-		if err := enc.WriteToken(name); err != nil {
+		if err := enc.WriteToken(jsontext.String(name)); err != nil {
 			return "", err
 		}
 		if err := enc.WriteValue(val); err != nil {

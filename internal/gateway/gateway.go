@@ -209,7 +209,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
-		Confinement: g.confinementReport(), JWKS: jwks,
+		Confinement: g.confinementReport(), JWKS: jwks, Prover: prover{g.audit},
 	}).Handler()
 	return g, nil
 }
