@@ -47,6 +47,13 @@ func newFixture(t *testing.T, open func(t *testing.T) audit.Store, wrap func(aud
 	if opts.Signer == nil {
 		opts.Signer = f.signer
 	}
+	if opts.CheckpointInterval == 0 {
+		// Every integration (appendN syncs) signs a checkpoint of the whole
+		// tree, so a test's checkpoint covers what it appended; with the
+		// default 1 s a background integration during the appends could
+		// leave the latest checkpoint short of it (a flaky test under load).
+		opts.CheckpointInterval = time.Nanosecond
+	}
 	opts.Registerer = f.reg
 	f.log = f.newLog(opts)
 	return f
