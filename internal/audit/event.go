@@ -323,12 +323,12 @@ type TreeHead struct {
 }
 
 // PendingRow is a committed event not yet integrated, as TreeTx.Pending
-// returns it. Raw is valid until the transaction ends.
+// returns it. Raw (the canonical event, its hash inside) is valid until
+// the transaction ends.
 type PendingRow struct {
-	Seq  int64 // the append table's key: commit order
-	ID   string
-	Hash string
-	Raw  []byte
+	Seq int64 // the append table's key: commit order
+	ID  string
+	Raw []byte
 }
 
 // LegacyRow is an event of the hash-chain era that has no log index yet.
@@ -338,11 +338,13 @@ type LegacyRow struct {
 }
 
 // IntegratedEvent moves one pending row (Seq) into the events table at
-// LogIndex, with the indexed columns decoded from its raw JSON.
+// LogIndex, with the indexed columns and the hash decoded from its raw
+// JSON.
 type IntegratedEvent struct {
 	Seq                                                            int64
 	LogIndex                                                       int64
 	ID                                                             string
+	Hash                                                           string
 	TimeMS                                                         int64
 	Tool, Principal, Outcome, Phase, SessionID, CallID, DecisionID string
 }
