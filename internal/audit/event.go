@@ -179,6 +179,10 @@ var (
 	// tenant's tree (it has no log_index; retry within a second). It
 	// wraps ErrNotFound for callers that only know that one.
 	ErrNotIntegrated = fmt.Errorf("%w: not yet integrated into the tree", ErrNotFound)
+	// ErrNoCheckpoint: the tenant's tree has events but no signed
+	// checkpoint yet (retry within a second; if it persists, the log
+	// says why the key refuses to sign). It wraps ErrNotIntegrated.
+	ErrNoCheckpoint = fmt.Errorf("%w: no signed checkpoint yet", ErrNotIntegrated)
 	// ErrBadCheckpoint: a checkpoint note given to VerifyCheckpoint does
 	// not open: malformed, not signed by this gateway's keys (current or
 	// previous), or of another tenant's log. It wraps the tlog error.
