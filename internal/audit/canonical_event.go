@@ -44,7 +44,13 @@ type eventOffsets struct{ hashName, hashVal, prevVal, seqVal int }
 // canonicalEventAt is canonicalEvent that also reports where it wrote the
 // hash, prev_hash and seq members.
 func canonicalEventAt(ev *Event) ([]byte, eventOffsets, error) {
-	b := make([]byte, 0, 2048)
+	return canonicalEventInto(make([]byte, 0, 2048), ev)
+}
+
+// canonicalEventInto is canonicalEventAt writing into buf (from its
+// start), so that the hot path can reuse buffers.
+func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
+	b := buf[:0]
 	var at eventOffsets
 	var err error
 	str := func(name, v string) {

@@ -179,6 +179,10 @@ var (
 	// tenant's tree (it has no log_index; retry within a second). It
 	// wraps ErrNotFound for callers that only know that one.
 	ErrNotIntegrated = fmt.Errorf("%w: not yet integrated into the tree", ErrNotFound)
+	// ErrNoCheckpoint: the tenant's tree has events but no signed
+	// checkpoint yet (retry within a second; if it persists, the log
+	// says why the key refuses to sign). It wraps ErrNotIntegrated.
+	ErrNoCheckpoint = fmt.Errorf("%w: no signed checkpoint yet", ErrNotIntegrated)
 	// ErrBadCheckpoint: a checkpoint note given to VerifyCheckpoint does
 	// not open: malformed, not signed by this gateway's keys (current or
 	// previous), or of another tenant's log. It wraps the tlog error.
@@ -323,12 +327,12 @@ type TreeHead struct {
 }
 
 // PendingRow is a committed event not yet integrated, as TreeTx.Pending
-// returns it. Raw is valid until the transaction ends.
+// returns it. Raw (the canonical event, its hash inside) is valid until
+// the transaction ends.
 type PendingRow struct {
-	Seq  int64 // the append table's key: commit order
-	ID   string
-	Hash string
-	Raw  []byte
+	Seq int64 // the append table's key: commit order
+	ID  string
+	Raw []byte
 }
 
 // LegacyRow is an event of the hash-chain era that has no log index yet.
@@ -338,11 +342,13 @@ type LegacyRow struct {
 }
 
 // IntegratedEvent moves one pending row (Seq) into the events table at
-// LogIndex, with the indexed columns decoded from its raw JSON.
+// LogIndex, with the indexed columns and the hash decoded from its raw
+// JSON.
 type IntegratedEvent struct {
 	Seq                                                            int64
 	LogIndex                                                       int64
 	ID                                                             string
+	Hash                                                           string
 	TimeMS                                                         int64
 	Tool, Principal, Outcome, Phase, SessionID, CallID, DecisionID string
 }

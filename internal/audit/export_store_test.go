@@ -28,6 +28,9 @@ func TestExportOnSQLiteMatchesQueryReversed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := l.Sync(ctx, "acme"); err != nil { // export reads what is integrated
+		t.Fatal(err)
+	}
 	epoch := audit.ExportEpoch
 	for _, f := range []audit.Filter{{}, {Phase: audit.PhaseDecision}, {From: epoch.Add(time.Minute), To: epoch.Add(100 * time.Hour)}} {
 		// The reference: every page of Query, reversed.

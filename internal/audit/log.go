@@ -258,11 +258,17 @@ func (l *Log) prepare(e *Event) (*pending, error) {
 	if _, err := e.TimeMS(); err != nil {
 		return nil, err
 	}
-	t, err := newTemplate(e)
+	buf := templateBufs.Get().(*[]byte)
+	t, err := newTemplateInto(*buf, e)
 	if err != nil {
+		templateBufs.Put(buf)
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
 	raw, hash := t.link(0, "")
+	if cap(t.b) <= 64<<10 { // an outsized event's buffer is not kept
+		*buf = t.b[:0]
+		templateBufs.Put(buf)
+	}
 	e.Hash = hash
 	return &pending{ev: e, raw: raw, result: make(chan error, 1)}, nil
 }

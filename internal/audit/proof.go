@@ -24,16 +24,22 @@ import (
 // tlog-checkpoint body, origin "toolgate/<tenant>", one Ed25519 signature
 // line): the same bytes from every replica. Checkpoints are signed by the
 // integrator and cover a committed event within about
-// LogOptions.CheckpointInterval. A tenant with no signed checkpoint yet
-// gets one of the empty tree, signed now (Ed25519 is deterministic, so
-// that too is the same from every replica).
+// LogOptions.CheckpointInterval. A tenant with no event yet gets a
+// checkpoint of the empty tree, signed now (Ed25519 is deterministic, so
+// that too is the same from every replica). A tenant whose tree has
+// events but no signed checkpoint (the first one is signed with the first
+// integration; none is when the key does not match, see the log) gets
+// ErrNoCheckpoint.
 func (l *Log) Checkpoint(ctx context.Context, tenant string) ([]byte, error) {
 	head, err := l.store.Tree(ctx, tenant)
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	if head.Checkpoint != nil {
+	switch {
+	case head.Checkpoint != nil:
 		return head.Checkpoint, nil
+	case head.Size > 0:
+		return nil, ErrNoCheckpoint
 	}
 	return l.tree.signer.Sign(tlog.Checkpoint{Origin: tlog.Origin(tenant), Size: 0, Root: tlog.EmptyRoot()})
 }

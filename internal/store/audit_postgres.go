@@ -48,8 +48,8 @@ const pgTreeLockKey = "toolgate/audit/tree/"
 // pgInsert inserts a batch as one statement: one array parameter per
 // column, unnested into rows. One round trip and one cached plan whatever
 // the batch size, and atomic without an explicit transaction.
-const pgInsert = `INSERT INTO audit_append (tenant, id, call_id, decision_id, hash, raw)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[])`
+const pgInsert = `INSERT INTO audit_append (tenant, id, call_id, decision_id, raw)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[])`
 
 // PruneBatch tells the audit log the prune step (tests shrink it).
 func (s *pgAudit) PruneBatch() int { return s.pruneBatch }
@@ -64,19 +64,19 @@ func (s *pgAudit) Insert(ctx context.Context, entries []audit.Entry) error {
 	}
 	n := len(entries)
 	var (
-		tenant, id, call, decision, hash = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		raw                              = make([][]byte, n)
-		records                          bool
+		tenant, id, call, decision = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		raw                        = make([][]byte, n)
+		records                    bool
 	)
 	for i, e := range entries {
 		ev := e.Event
-		tenant[i], id[i], call[i], decision[i], hash[i] = ev.Tenant, ev.ID, ev.CallID, ev.DecisionID, ev.Hash
+		tenant[i], id[i], call[i], decision[i] = ev.Tenant, ev.ID, ev.CallID, ev.DecisionID
 		raw[i] = e.Raw
 		records = records || e.Record != nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
-	args := []any{tenant, id, call, decision, hash, raw}
+	args := []any{tenant, id, call, decision, raw}
 	if !records {
 		_, err := s.pool.Exec(ctx, pgInsert, args...)
 		return err
@@ -432,7 +432,7 @@ func (t *pgTreeTx) Legacy(ctx context.Context, max int) ([]audit.LegacyRow, erro
 }
 
 func (t *pgTreeTx) Pending(ctx context.Context, max int) ([]audit.PendingRow, error) {
-	rows, err := t.tx.Query(ctx, `SELECT seq, id, hash, raw FROM audit_append
+	rows, err := t.tx.Query(ctx, `SELECT seq, id, raw FROM audit_append
 		WHERE tenant = $1 ORDER BY seq LIMIT $2`, t.tenant, max)
 	if err != nil {
 		return nil, err
@@ -452,25 +452,25 @@ func (t *pgTreeTx) Append(ctx context.Context, a audit.TreeAppend) error {
 		var (
 			seq, li, ms                         = make([]int64, n), make([]int64, n), make([]int64, n)
 			id, tool, principal, outcome, phase = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-			session, call, decision             = make([]string, n), make([]string, n), make([]string, n)
+			session, call, decision, hash       = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		)
 		for i, e := range a.Events {
 			seq[i], li[i], ms[i] = e.Seq, e.LogIndex, e.TimeMS
 			id[i], tool[i], principal[i], outcome[i], phase[i] = e.ID, e.Tool, e.Principal, e.Outcome, e.Phase
-			session[i], call[i], decision[i] = e.SessionID, e.CallID, e.DecisionID
+			session[i], call[i], decision[i], hash[i] = e.SessionID, e.CallID, e.DecisionID, e.Hash
 		}
 		// Moved as one statement: the raw JSON never leaves the server.
 		tag, err := t.tx.Exec(ctx, `WITH moved AS (
 				DELETE FROM audit_append a USING unnest($2::bigint[]) s(seq)
-				WHERE a.tenant = $1 AND a.seq = s.seq RETURNING a.seq, a.hash, a.raw
+				WHERE a.tenant = $1 AND a.seq = s.seq RETURNING a.seq, a.raw
 			)
 			INSERT INTO audit_events (tenant, log_index, chain, seq, id, time_ms, tool, principal, outcome, phase,
 				session_id, call_id, decision_id, hash, raw)
-			SELECT $1, u.li, '', 0, u.id, u.ms, u.tool, u.principal, u.outcome, u.phase, u.session, u.call, u.decision, m.hash, m.raw
+			SELECT $1, u.li, '', 0, u.id, u.ms, u.tool, u.principal, u.outcome, u.phase, u.session, u.call, u.decision, u.hash, m.raw
 			FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
-				$10::text[], $11::text[], $12::text[]) u(seq, li, id, ms, tool, principal, outcome, phase, session, call, decision)
+				$10::text[], $11::text[], $12::text[], $13::text[]) u(seq, li, id, ms, tool, principal, outcome, phase, session, call, decision, hash)
 			JOIN moved m ON m.seq = u.seq`,
-			t.tenant, seq, li, id, ms, tool, principal, outcome, phase, session, call, decision)
+			t.tenant, seq, li, id, ms, tool, principal, outcome, phase, session, call, decision, hash)
 		if err != nil {
 			return err
 		}

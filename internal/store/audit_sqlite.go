@@ -22,9 +22,10 @@ import (
 // hold the one write lock the hot path needs too, so they stay short.
 type sqliteAudit struct {
 	w, r *sql.DB
-	// inserts are the multi-row INSERT statements of audit_append, on w,
-	// by rows per statement (sqliteInsertChunks); nil when read-only.
-	inserts map[int]*sql.Stmt
+	// inserts[n] is the INSERT of n rows into audit_append, on w (n from
+	// 1 to sqliteInsertRows): a batch is one statement. Nil when
+	// read-only.
+	inserts []*sql.Stmt
 	// integ makes this handle's integrators take turns; the IMMEDIATE
 	// transaction orders them against other handles of the file.
 	integ sync.Mutex
@@ -35,28 +36,35 @@ type sqliteAudit struct {
 
 var _ audit.Store = (*sqliteAudit)(nil)
 
-// sqliteInsertChunks are the rows per INSERT statement a batch is split
-// into, largest first: one statement per 64 rows costs a third less CPU
-// than one per row.
-var sqliteInsertChunks = []int{64, 16, 4, 1}
+// sqliteInsertRows bounds the rows of one INSERT statement; larger
+// batches take several. One statement for the batch costs a third less
+// CPU than one per row.
+const sqliteInsertRows = 64
 
 // sqliteIntegrateBatch is the integration batch on SQLite (see
-// sqliteAudit).
-const sqliteIntegrateBatch = 256
+// sqliteAudit): about 15–20 ms of holding the write lock on the
+// development machine, which bounds how long a durable append may wait
+// for it; sqliteIntegrateYield is the pause after a full batch that lets
+// the hot path's commits through.
+const (
+	sqliteIntegrateBatch = 256
+	sqliteIntegrateYield = time.Millisecond
+)
 
-const appendColumns = 6 // tenant, id, call_id, decision_id, hash, raw
+const appendColumns = 5 // tenant, id, call_id, decision_id, raw
 
 func newSQLiteAudit(ctx context.Context, w, r *sql.DB, readOnly bool) (*sqliteAudit, error) {
 	s := &sqliteAudit{w: w, r: r}
 	if readOnly {
 		return s, nil
 	}
-	s.inserts = map[int]*sql.Stmt{}
-	for _, n := range sqliteInsertChunks {
-		row := "(?, ?, ?, ?, ?, ?)"
-		q := `INSERT INTO audit_append (tenant, id, call_id, decision_id, hash, raw) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
-		st, err := w.PrepareContext(ctx, q)
+	// Prepared up front: the one writer connection is busy inside a
+	// batch's transaction.
+	s.inserts = make([]*sql.Stmt, sqliteInsertRows+1)
+	row := "(?, ?, ?, ?, ?)"
+	for n := 1; n <= sqliteInsertRows; n++ {
+		st, err := w.PrepareContext(ctx, `INSERT INTO audit_append (tenant, id, call_id, decision_id, raw) VALUES `+
+			strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
 		if err != nil {
 			s.close()
 			return nil, err
@@ -69,13 +77,18 @@ func newSQLiteAudit(ctx context.Context, w, r *sql.DB, readOnly bool) (*sqliteAu
 func (s *sqliteAudit) close() error {
 	var errs []error
 	for _, st := range s.inserts {
-		errs = append(errs, st.Close())
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // IntegrateBatch tells the audit log the integration batch SQLite wants.
 func (s *sqliteAudit) IntegrateBatch() int { return sqliteIntegrateBatch }
+
+// IntegrateYield tells the audit log to pause between full batches.
+func (s *sqliteAudit) IntegrateYield() time.Duration { return sqliteIntegrateYield }
 
 // PruneBatch tells the audit log the prune step (tests shrink it).
 func (s *sqliteAudit) PruneBatch() int { return s.pruneBatch }
@@ -91,19 +104,13 @@ func (s *sqliteAudit) Insert(ctx context.Context, entries []audit.Entry) error {
 		return err
 	}
 	defer tx.Rollback()
-	args := make([]any, 0, appendColumns*sqliteInsertChunks[0])
+	args := make([]any, 0, appendColumns*min(len(entries), sqliteInsertRows))
 	for rest := entries; len(rest) > 0; {
-		n := 1
-		for _, c := range sqliteInsertChunks {
-			if len(rest) >= c {
-				n = c
-				break
-			}
-		}
+		n := min(len(rest), sqliteInsertRows)
 		args = args[:0]
 		for _, e := range rest[:n] {
 			ev := e.Event
-			args = append(args, ev.Tenant, ev.ID, ev.CallID, ev.DecisionID, ev.Hash, e.Raw)
+			args = append(args, ev.Tenant, ev.ID, ev.CallID, ev.DecisionID, e.Raw)
 		}
 		if _, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args...); err != nil {
 			return err
@@ -450,6 +457,9 @@ func (s *sqliteAudit) Integrate(ctx context.Context, tenant string, wait bool, f
 type sqliteTreeTx struct {
 	tx     *sql.Tx
 	tenant string
+	// pending are the append rows Pending read, by seq: Append moves
+	// them from memory rather than reading them again.
+	pending map[int64]audit.PendingRow
 }
 
 func (t *sqliteTreeTx) Tree(ctx context.Context) (audit.TreeHead, error) {
@@ -475,19 +485,23 @@ func (t *sqliteTreeTx) Legacy(ctx context.Context, max int) ([]audit.LegacyRow, 
 }
 
 func (t *sqliteTreeTx) Pending(ctx context.Context, max int) ([]audit.PendingRow, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT seq, id, hash, raw FROM audit_append
+	rows, err := t.tx.QueryContext(ctx, `SELECT seq, id, raw FROM audit_append
 		WHERE tenant = ? ORDER BY seq LIMIT ?`, t.tenant, max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []audit.PendingRow
+	if t.pending == nil {
+		t.pending = map[int64]audit.PendingRow{}
+	}
 	for rows.Next() {
 		var r audit.PendingRow
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Hash, &r.Raw); err != nil {
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Raw); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
+		t.pending[r.Seq] = r
 	}
 	return out, rows.Err()
 }
@@ -501,28 +515,34 @@ func (t *sqliteTreeTx) Append(ctx context.Context, a audit.TreeAppend) error {
 		return fmt.Errorf("store: the tree of %q moved from %d to %d events", t.tenant, a.From, cur.Size)
 	}
 	if len(a.Events) > 0 {
-		move, err := t.tx.PrepareContext(ctx, `INSERT INTO audit_events
+		// Single-row statements: an INSERT … SELECT would need a
+		// statement journal for every page it touches.
+		ins, err := t.tx.PrepareContext(ctx, `INSERT INTO audit_events
 			(tenant, log_index, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
-			SELECT tenant, ?, '', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, hash, raw FROM audit_append WHERE seq = ? AND tenant = ?`)
+			VALUES (?, ?, '', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
-		defer move.Close()
-		del, err := t.tx.PrepareContext(ctx, `DELETE FROM audit_append WHERE seq = ?`)
+		defer ins.Close()
+		del, err := t.tx.PrepareContext(ctx, `DELETE FROM audit_append WHERE seq = ? AND tenant = ?`)
 		if err != nil {
 			return err
 		}
 		defer del.Close()
 		for _, e := range a.Events {
-			res, err := move.ExecContext(ctx, e.LogIndex, e.ID, e.TimeMS, e.Tool, e.Principal, e.Outcome, e.Phase,
-				e.SessionID, e.CallID, e.DecisionID, e.Seq, t.tenant)
+			row, ok := t.pending[e.Seq]
+			if !ok {
+				return fmt.Errorf("store: append row %d of %q was not read in this transaction", e.Seq, t.tenant)
+			}
+			res, err := del.ExecContext(ctx, e.Seq, t.tenant)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
 				return fmt.Errorf("store: append row %d of %q is gone", e.Seq, t.tenant)
 			}
-			if _, err := del.ExecContext(ctx, e.Seq); err != nil {
+			if _, err := ins.ExecContext(ctx, t.tenant, e.LogIndex, e.ID, e.TimeMS, e.Tool, e.Principal, e.Outcome, e.Phase,
+				e.SessionID, e.CallID, e.DecisionID, e.Hash, string(row.Raw)); err != nil {
 				return err
 			}
 		}

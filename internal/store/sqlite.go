@@ -45,10 +45,14 @@ func busyPragma(o options) string {
 }
 
 // writerDSN is the DSN of a connection that writes: WAL, durable commits,
-// the write lock taken at BEGIN rather than mid-transaction.
+// the write lock taken at BEGIN rather than mid-transaction. Statement
+// journals (the pages a statement inside a larger transaction changed,
+// kept to undo just that statement) stay in memory: in temporary files
+// they cost a write system call per page, a quarter of the integrator's
+// CPU in a profile.
 func writerDSN(abs string, o options) string {
 	return sqliteDSN(abs, url.Values{
-		"_pragma": {busyPragma(o), "journal_mode(WAL)", "synchronous(FULL)"},
+		"_pragma": {busyPragma(o), "journal_mode(WAL)", "synchronous(FULL)", "temp_store(MEMORY)", "cache_size(-32768)", "wal_autocheckpoint(4096)"},
 		"_txlock": {"immediate"},
 	})
 }

@@ -75,6 +75,21 @@ func testCheckpoints(t *testing.T, open func(*testing.T) audit.Store) {
 	if _, cp := f.checkpoint("globex"); cp.Size != 2 {
 		t.Fatalf("globex checkpoint of size %d, want 2", cp.Size)
 	}
+	// A checkpoint covers new events once the latest is an interval old.
+	h := newFixture(t, open, nil, audit.LogOptions{IntegrateInterval: time.Hour, CheckpointInterval: time.Hour})
+	h.appendN("acme", 3)
+	h.appendN("acme", 2)
+	if _, cp := h.checkpoint("acme"); cp.Size != 3 {
+		t.Fatalf("with an hour's interval the checkpoint has size %d, want the first one's 3", cp.Size)
+	}
+	// A tree with events but no signed checkpoint says so (a log that
+	// does not integrate on its own, so that nothing signs meanwhile).
+	g := newFixture(t, open, nil, audit.LogOptions{IntegrateInterval: time.Hour})
+	g.appendN("globex", 2)
+	mustDo(t, tamperer(t, g.store).TamperCheckpointNote(g.ctx, "globex", nil, 0))
+	if _, err := g.log.Checkpoint(g.ctx, "globex"); !errors.Is(err, audit.ErrNoCheckpoint) || !errors.Is(err, audit.ErrNotFound) {
+		t.Fatalf("Checkpoint of a tree without one = %v, want ErrNoCheckpoint", err)
+	}
 }
 
 func testProofs(t *testing.T, open func(*testing.T) audit.Store) {

@@ -60,11 +60,16 @@ func newFixture(t *testing.T, open func(t *testing.T) audit.Store, wrap func(aud
 }
 
 // newLog starts another Log on the fixture's store (a restarted gateway,
-// another replica); it closes at the end of the test.
+// another replica); it closes at the end of the test. Unless the test says
+// otherwise, every integration signs a checkpoint, so that the latest
+// checkpoint is the whole integrated tree whenever the integrator ran.
 func (f *fixture) newLog(opts audit.LogOptions) *audit.Log {
 	f.t.Helper()
 	if opts.Now == nil {
 		opts.Now = newClock()
+	}
+	if opts.CheckpointInterval == 0 {
+		opts.CheckpointInterval = time.Nanosecond
 	}
 	if opts.Signer == nil {
 		opts.Signer = f.signer

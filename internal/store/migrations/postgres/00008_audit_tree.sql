@@ -10,8 +10,7 @@ CREATE TABLE audit_append (
 	id          TEXT COLLATE "C" NOT NULL,
 	call_id     TEXT COLLATE "C" NOT NULL,
 	decision_id TEXT COLLATE "C" NOT NULL,
-	hash        TEXT COLLATE "C" NOT NULL,
-	raw         BYTEA            NOT NULL,
+	raw         BYTEA            NOT NULL, -- the canonical event, its hash inside
 	CONSTRAINT audit_append_pkey PRIMARY KEY (tenant, seq)
 );
 

@@ -17,8 +17,7 @@ CREATE TABLE audit_append (
 	id          TEXT    NOT NULL,
 	call_id     TEXT    NOT NULL,
 	decision_id TEXT    NOT NULL,
-	hash        TEXT    NOT NULL,
-	raw         TEXT    NOT NULL
+	raw         TEXT    NOT NULL -- the canonical event, its hash inside
 );
 
 CREATE TABLE audit_events_v8 (
