@@ -76,6 +76,13 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	note, err := p.Checkpoint(r.Context(), identity(r).Tenant)
+	if errors.Is(err, ErrProofNotFound) {
+		// Events are in the tree but no checkpoint is signed yet (within
+		// audit.checkpoint_interval of the first ones): transient.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "no signed checkpoint yet; retry in a second")
+		return
+	}
 	if err != nil {
 		s.proofError(w, "checkpoint", err)
 		return
