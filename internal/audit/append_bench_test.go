@@ -44,18 +44,31 @@ func cpuTime() time.Duration {
 //   - integrating: the integrator runs beside the writers, as in a
 //     gateway; backlog-ms is how long the integrator took after the last
 //     append to have everything in the tree.
+//
+// The paced cases (at=N/s) offer N events/s from 16 writers instead of as
+// many as possible, like a gateway under load short of saturation, with
+// the integrator running; p99-ms is then open-loop (from each event's
+// scheduled time), so it includes any wait for the write lock.
 func BenchmarkAppendDurable(b *testing.B) {
-	const writers = 64
 	for _, tc := range []struct {
 		name        string
 		driver      string
 		integrating bool
+		rate        int // events/s offered; 0: as fast as possible
 	}{
-		{"sqlite/append-only", store.SQLite, false},
-		{"sqlite/integrating", store.SQLite, true},
-		{"postgres/append-only", store.Postgres, false},
-		{"postgres/integrating", store.Postgres, true},
+		{"sqlite/append-only", store.SQLite, false, 0},
+		{"sqlite/integrating", store.SQLite, true, 0},
+		{"sqlite/integrating/at=2000/s", store.SQLite, true, 2000},
+		{"sqlite/integrating/at=5000/s", store.SQLite, true, 5000},
+		{"postgres/append-only", store.Postgres, false, 0},
+		{"postgres/integrating", store.Postgres, true, 0},
+		{"postgres/integrating/at=2000/s", store.Postgres, true, 2000},
+		{"postgres/integrating/at=5000/s", store.Postgres, true, 5000},
 	} {
+		writers := 64
+		if tc.rate > 0 {
+			writers = 16
+		}
 		b.Run(tc.name, func(b *testing.B) {
 			var s audit.Store
 			switch tc.driver {
@@ -94,9 +107,17 @@ func BenchmarkAppendDurable(b *testing.B) {
 			for w := range writers {
 				wg.Go(func() {
 					ev := templates[w]
-					for next.Add(1) <= int64(b.N) {
-						e := ev
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
 						t0 := time.Now()
+						if tc.rate > 0 { // open loop: from the event's scheduled time
+							t0 = start.Add(time.Duration(i) * time.Second / time.Duration(tc.rate))
+							time.Sleep(time.Until(t0))
+						}
+						e := ev
 						if err := l.Append(ctx, &e); err != nil {
 							b.Error(err)
 							return

@@ -249,7 +249,7 @@ func (s *pgAudit) Get(ctx context.Context, tenant, id string) (*audit.Event, err
 	var raw []byte
 	var idx *int64
 	err := s.pool.QueryRow(ctx, `
-		(SELECT raw, log_index FROM audit_events WHERE tenant = $1 AND id = $2 ORDER BY log_index NULLS FIRST LIMIT 1)
+		(SELECT raw, log_index FROM audit_events WHERE tenant = $1 AND id = $2 LIMIT 1)
 		UNION ALL
 		(SELECT raw, NULL FROM audit_append WHERE tenant = $1 AND id = $2 ORDER BY seq LIMIT 1)
 		LIMIT 1`, tenant, id).Scan(&raw, &idx)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -262,12 +263,13 @@ func sqliteQuery(tenant string, f audit.Filter) (string, []any, error) {
 }
 
 // Get implements audit.Store: the events table, else the append table, in
-// one statement (one snapshot).
+// one statement (one snapshot). INDEXED BY: without statistics SQLite
+// may prefer walking the tenant's log index.
 func (s *sqliteAudit) Get(ctx context.Context, tenant, id string) (*audit.Event, error) {
 	var raw []byte
 	var idx sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `
-		SELECT raw, log_index FROM (SELECT raw, log_index FROM audit_events WHERE tenant = ? AND id = ? ORDER BY log_index LIMIT 1)
+		SELECT raw, log_index FROM (SELECT raw, log_index FROM audit_events INDEXED BY audit_events_id WHERE tenant = ? AND id = ? LIMIT 1)
 		UNION ALL
 		SELECT raw, NULL FROM (SELECT raw FROM audit_append WHERE tenant = ? AND id = ? ORDER BY seq LIMIT 1)
 		LIMIT 1`, tenant, id, tenant, id).Scan(&raw, &idx)
@@ -400,9 +402,11 @@ func orderNodes(ids []tlog.NodeID, got map[tlog.NodeID][]byte) ([][]byte, error)
 // tenants with events of the hash-chain era not yet integrated, tenants
 // whose tree grew past its checkpoint.
 func (s *sqliteAudit) IntegrationWork(ctx context.Context) ([]string, error) {
+	// INDEXED BY: left alone, the planner scans the whole log index for
+	// the few events of the hash-chain era, on every pass.
 	rows, err := s.r.QueryContext(ctx, `
 		SELECT DISTINCT tenant FROM audit_append
-		UNION SELECT DISTINCT tenant FROM audit_events WHERE log_index IS NULL
+		UNION SELECT DISTINCT tenant FROM audit_events INDEXED BY audit_events_legacy WHERE log_index IS NULL
 		UNION SELECT tenant FROM audit_trees WHERE checkpoint_size < size`)
 	return stringRows(rows, err)
 }
@@ -432,6 +436,14 @@ func stringRows(rows *sql.Rows, err error) ([]string, error) {
 // Integrate implements audit.Store: the handle's integrators take turns,
 // and the transaction is IMMEDIATE (the write lock from BEGIN), so no
 // other handle of the file changes the tree meanwhile either.
+//
+// It commits with synchronous=NORMAL (no fsync of its own; the next
+// durable commit's fsync covers it, and WAL keeps it atomic either way):
+// the events it moves are durable already in the append table, and an
+// integration lost to a power cut is redone identically from there (the
+// same events in the same order make the same tree, so a checkpoint
+// published meanwhile stays true). The writer connection goes back to
+// synchronous=FULL before the hot path gets it again, or is discarded.
 func (s *sqliteAudit) Integrate(ctx context.Context, tenant string, wait bool, fn func(context.Context, audit.TreeTx) error) (bool, error) {
 	if s.inserts == nil {
 		return false, errReadOnly
@@ -442,7 +454,20 @@ func (s *sqliteAudit) Integrate(ctx context.Context, tenant string, wait bool, f
 		return false, nil
 	}
 	defer s.integ.Unlock()
-	tx, err := s.w.BeginTx(ctx, nil)
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return true, err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never hand out a non-durable writer
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return true, err
 	}
@@ -467,7 +492,7 @@ func (t *sqliteTreeTx) Tree(ctx context.Context) (audit.TreeHead, error) {
 }
 
 func (t *sqliteTreeTx) Legacy(ctx context.Context, max int) ([]audit.LegacyRow, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, hash FROM audit_events
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, hash FROM audit_events INDEXED BY audit_events_legacy
 		WHERE tenant = ? AND log_index IS NULL ORDER BY chain, seq LIMIT ?`, t.tenant, max)
 	if err != nil {
 		return nil, err
@@ -549,7 +574,8 @@ func (t *sqliteTreeTx) Append(ctx context.Context, a audit.TreeAppend) error {
 	}
 	if len(a.Legacy) > 0 {
 		upd, err := t.tx.PrepareContext(ctx, `UPDATE audit_events SET log_index = ?
-			WHERE pk = (SELECT pk FROM audit_events WHERE tenant = ? AND id = ? AND log_index IS NULL ORDER BY chain, seq LIMIT 1)`)
+			WHERE pk = (SELECT pk FROM audit_events INDEXED BY audit_events_id WHERE tenant = ? AND id = ? AND log_index IS NULL
+				ORDER BY chain, seq LIMIT 1)`)
 		if err != nil {
 			return err
 		}
