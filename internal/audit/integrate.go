@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +79,14 @@ type integrator struct {
 	stopOnce sync.Once
 	since    atomic.Int64 // events committed by this Log since the last pass
 
+	// lastFull is when pass last asked the store for all the work
+	// (writer-only); between such passes it integrates the tenants in
+	// work: those this Log committed events of, those left with more
+	// to do, and those whose checkpoint is not yet due.
+	lastFull time.Time
+
 	mu     sync.Mutex
+	work   map[string]bool
 	seen   map[string]tlog.Checkpoint // largest checkpoint signed or verified here, by tenant
 	warned map[string]time.Time
 }
@@ -88,7 +97,7 @@ func newIntegrator(l *Log, opts LogOptions) (*integrator, error) {
 		interval: opts.CheckpointInterval, every: opts.IntegrateInterval, batch: opts.IntegrateBatch,
 		file: opts.CheckpointFile,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
-		seen: map[string]tlog.Checkpoint{}, warned: map[string]time.Time{},
+		seen: map[string]tlog.Checkpoint{}, warned: map[string]time.Time{}, work: map[string]bool{},
 	}
 	if in.interval <= 0 {
 		in.interval = defaultCheckpointInterval
@@ -138,10 +147,15 @@ func (in *integrator) run() {
 	}
 }
 
-// committed counts events this Log committed; a full batch wakes the
-// integrator before its interval.
-func (in *integrator) committed(n int) {
-	if in.since.Add(int64(n)) >= int64(in.batch) {
+// committed notes events this Log committed, of the tenants in batch; a
+// full batch's worth wakes the integrator before its interval.
+func (in *integrator) committed(batch []*pending) {
+	in.mu.Lock()
+	for _, p := range batch {
+		in.work[p.ev.Tenant] = true
+	}
+	in.mu.Unlock()
+	if in.since.Add(int64(len(batch))) >= int64(in.batch) {
 		select {
 		case in.kick <- struct{}{}:
 		default:
@@ -154,22 +168,48 @@ func (in *integrator) stop() {
 	<-in.stopped
 }
 
+// fullWorkEvery is how often pass asks the store for all the work (other
+// replicas' events, events left by a gateway that stopped): a full scan
+// of the append table on SQLite, so not on every pass.
+const fullWorkEvery = 2 * time.Second
+
 // pass integrates every tenant that has work, skipping those another
 // integrator holds.
 func (in *integrator) pass(ctx context.Context) {
 	in.since.Store(0)
-	tenants, err := in.store.IntegrationWork(ctx)
-	if err != nil {
-		in.l.m.integrateFailures.Inc()
-		in.l.logger.Warn("audit integration: listing work failed", "err", err)
-		return
-	}
-	for _, tenant := range tenants {
-		if ctx.Err() != nil {
-			return
+	in.mu.Lock()
+	work := in.work
+	in.work = map[string]bool{}
+	in.mu.Unlock()
+	if time.Since(in.lastFull) >= fullWorkEvery {
+		all, err := in.store.IntegrationWork(ctx)
+		if err != nil {
+			in.l.m.integrateFailures.Inc()
+			in.l.logger.Warn("audit integration: listing work failed", "err", err)
 		}
-		in.tenant(ctx, tenant, false) // failures are logged and counted
+		for _, t := range all {
+			work[t] = true
+		}
+		if err == nil {
+			in.lastFull = time.Now()
+		}
 	}
+	for _, tenant := range slices.Sorted(maps.Keys(work)) {
+		if ctx.Err() != nil {
+			in.again(tenant)
+			continue
+		}
+		if err := in.tenant(ctx, tenant, false); err != nil {
+			in.again(tenant) // failures are logged and counted; retry next pass
+		}
+	}
+}
+
+// again keeps tenant in the work of the next pass.
+func (in *integrator) again(tenant string) {
+	in.mu.Lock()
+	in.work[tenant] = true
+	in.mu.Unlock()
 }
 
 // tenant integrates the tenant's committed events, batch by batch, until
@@ -189,6 +229,7 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 			return err
 		}
 		if !ran {
+			in.again(tenant) // another integrator has it; look again
 			return nil
 		}
 		if res.events > 0 {
@@ -198,7 +239,13 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 		if res.note != nil {
 			in.published(tenant, res.cp, res.note)
 		}
+		if res.unsigned {
+			in.again(tenant) // its checkpoint is due later
+		}
 		if res.events < in.batch || ctx.Err() != nil {
+			if res.events == in.batch {
+				in.again(tenant)
+			}
 			return nil
 		}
 		if in.yield > 0 {
@@ -213,9 +260,10 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 
 // chunkResult is what one integration transaction did.
 type chunkResult struct {
-	events int
-	note   []byte // a checkpoint signed in the transaction
-	cp     tlog.Checkpoint
+	events   int
+	note     []byte // a checkpoint signed in the transaction
+	cp       tlog.Checkpoint
+	unsigned bool // the tree is ahead of its checkpoint, which is not yet due
 }
 
 // chunk integrates one batch of the tenant and signs a checkpoint when one
@@ -276,7 +324,11 @@ func (in *integrator) chunk(ctx context.Context, tx TreeTx, tenant string) (chun
 
 	now := time.Now()
 	due := head.Checkpoint == nil || now.Sub(time.UnixMilli(head.CheckpointMS)) >= in.interval
-	if size <= head.CheckpointSize || !due {
+	if size <= head.CheckpointSize {
+		return res, nil
+	}
+	if !due {
+		res.unsigned = true
 		return res, nil
 	}
 	cp := tlog.Checkpoint{Origin: tlog.Origin(tenant), Size: uint64(size), Root: root}

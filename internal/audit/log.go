@@ -344,7 +344,7 @@ func (l *Log) commit(batch []*pending) {
 		for _, p := range batch {
 			p.result <- nil
 		}
-		l.tree.committed(len(batch))
+		l.tree.committed(batch)
 		return
 	}
 }
