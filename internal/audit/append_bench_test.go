@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/store"
 )
@@ -96,7 +97,7 @@ func BenchmarkAppendDurable(b *testing.B) {
 			tenants := []string{"acme", "globex"}
 			templates := make([]audit.Event, writers)
 			for w := range templates {
-				templates[w] = *benchEvent(tenants[w%2], w)
+				templates[w] = *storetest.BenchEvent(tenants[w%2], w)
 			}
 			ctx := context.Background()
 			var next atomic.Int64

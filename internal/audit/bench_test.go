@@ -3,7 +3,6 @@ package audit_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,38 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/store"
 )
-
-// benchEvent is a realistic decision event (about 700 bytes of JSON).
-func benchEvent(tenant string, i int) *audit.Event {
-	return &audit.Event{
-		Tenant:    tenant,
-		Principal: fmt.Sprintf("user-%d", i%50),
-		Client:    "platform-a",
-		// Real call and decision ids are UUID v7s: they grow with time.
-		CallID:         fmt.Sprintf("call-%09d", i),
-		DecisionID:     fmt.Sprintf("dec-%09d", i),
-		SessionID:      fmt.Sprintf("s-%d", i%200),
-		Tool:           []string{"read-file", "write-file", "edit-file", "glob", "grep", "bash"}[i%6],
-		Action:         "fs.read",
-		Phase:          []string{audit.PhaseDecision, audit.PhaseResult}[i%2],
-		Outcome:        []string{"allow", "ok", "denied", "tool_error"}[i%4],
-		Reasons:        []string{"role developer may read docs/"},
-		PolicyRevision: "rev-42",
-		RequestDigest:  "sha256:3f1c8e8a0c6f4b1d9e2a7c5b8d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a",
-		Input: map[string]any{
-			"version":   1,
-			"tenant":    tenant,
-			"principal": map[string]any{"id": fmt.Sprintf("user-%d", i%50), "roles": []any{"developer"}, "groups": []any{}},
-			"tool":      map[string]any{"name": "read-file", "kind": "builtin", "effects": []any{"fs.read"}},
-			"action":    "fs.read",
-			"resources": []any{map[string]any{"type": "file", "path": "docs/guide.md", "access": "read"}},
-			"args":      map[string]any{"path": "docs/guide.md", "offset": 1, "limit": 200},
-		},
-		DurationsUS: map[string]int64{"prepare": 41, "decide": 37},
-	}
-}
 
 func benchLog(b *testing.B, opts audit.LogOptions) *audit.Log {
 	b.Helper()
@@ -69,7 +39,7 @@ func BenchmarkLogAppend(b *testing.B) {
 	l := benchLog(b, audit.LogOptions{})
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
-		if err := l.Append(ctx, benchEvent("acme", i)); err != nil {
+		if err := l.Append(ctx, storetest.BenchEvent("acme", i)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -87,7 +57,7 @@ func BenchmarkLogAppendParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(n.Add(1))
-			if err := l.Append(ctx, benchEvent([]string{"acme", "globex"}[i%2], i)); err != nil {
+			if err := l.Append(ctx, storetest.BenchEvent([]string{"acme", "globex"}[i%2], i)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -117,7 +87,7 @@ func seed(b *testing.B, l *audit.Log, n int) {
 				if i >= n {
 					return
 				}
-				if err := l.Append(context.Background(), benchEvent("acme", i)); err != nil {
+				if err := l.Append(context.Background(), storetest.BenchEvent("acme", i)); err != nil {
 					b.Error(err)
 					return
 				}

@@ -4,7 +4,6 @@ package audit_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/store"
 )
@@ -26,33 +26,6 @@ func openPostgres(b *testing.B, dsn string, opts ...store.Option) audit.Store {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db.Audit()
-}
-
-// pgSeed appends n events of acme through l with many concurrent callers.
-func pgSeed(tb testing.TB, l *audit.Log, n int) {
-	tb.Helper()
-	const workers = 64
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || failed.Load() != nil {
-					return
-				}
-				if err := l.Append(context.Background(), benchEvent("acme", i)); err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		tb.Fatalf("seed: %v", err)
-	}
 }
 
 // BenchmarkPostgresAppendParallel: many concurrent callers share
@@ -85,7 +58,7 @@ func BenchmarkPostgresAppendParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := int(n.Add(1))
-					if err := logs[i%replicas].Append(ctx, benchEvent([]string{"acme", "globex"}[i/replicas%2], i)); err != nil {
+					if err := logs[i%replicas].Append(ctx, storetest.BenchEvent([]string{"acme", "globex"}[i/replicas%2], i)); err != nil {
 						b.Error(err)
 						return
 					}
@@ -118,7 +91,7 @@ func BenchmarkPostgresQuery(b *testing.B) {
 	}
 	b.Cleanup(func() { l.Close() })
 	start := time.Now()
-	pgSeed(b, l, seedEvents)
+	storetest.Seed(b, l, seedEvents)
 	ctx := context.Background()
 	if err := l.Sync(ctx, "acme"); err != nil {
 		b.Fatal(err)

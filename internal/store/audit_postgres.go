@@ -532,15 +532,7 @@ func (t *pgTreeTx) Ages(ctx context.Context, from int64, max int) ([]int64, []in
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var idx, ms []int64
-	for rows.Next() {
-		var i, m int64
-		if err := rows.Scan(&i, &m); err != nil {
-			return nil, nil, err
-		}
-		idx, ms = append(idx, i), append(ms, m)
-	}
-	return idx, ms, rows.Err()
+	return scanAges(rows)
 }
 
 func (t *pgTreeTx) Prune(ctx context.Context, from, to, cutoffMS int64) (int64, error) {

@@ -402,7 +402,7 @@ func TestPostgresQueriesUseAnIndexWithoutSorting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	pgSeed(t, l, events)
+	storetest.Seed(t, l, events)
 	if err := s.Analyze(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -647,6 +647,18 @@ func ageRows(rows *sql.Rows, err error) ([]int64, []int64, error) {
 		return nil, nil, err
 	}
 	defer rows.Close()
+	return scanAges(rows)
+}
+
+// ageScanner is what database/sql's and pgx's rows have in common.
+type ageScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanAges reads (log_index, time_ms) rows.
+func scanAges(rows ageScanner) ([]int64, []int64, error) {
 	var idx, ms []int64
 	for rows.Next() {
 		var i, t int64

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/approval/approvaltest"
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/tools/task"
 )
@@ -112,7 +113,7 @@ func (l *legacyDB) seedLegacy(t *testing.T, withApprovals, withQuestions, withTa
 		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.dollar)
 	for i := range 5 {
-		ev := benchEvent([]string{"acme", "globex"}[i%2], i)
+		ev := storetest.BenchEvent([]string{"acme", "globex"}[i%2], i)
 		seq, prev := int64(1), ""
 		if h := heads[ev.Tenant]; h != nil {
 			seq, prev = h.Seq+1, h.Hash
@@ -373,7 +374,7 @@ func testLegacyUpgrade(t *testing.T, newLegacy func(*testing.T) *legacyDB) {
 			if p, err := lg.Query(ctx, "acme", audit.Filter{Principal: "user-0", Outcome: "allow"}); err != nil || len(p.Events) != 1 {
 				t.Fatalf("query by principal and outcome (the index the upgrade may add): %d events, %v", len(p.Events), err)
 			}
-			next := benchEvent("acme", 9)
+			next := storetest.BenchEvent("acme", 9)
 			if err := lg.Append(ctx, next); err != nil || next.Seq != 0 || next.Chain != "" {
 				t.Fatalf("append after the upgrade: chain %q seq %d, %v", next.Chain, next.Seq, err)
 			}

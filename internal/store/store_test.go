@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/approval/approvaltest"
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
@@ -181,7 +182,7 @@ func TestReadOnlyStoresWriteNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := benchEvent("acme", 0)
+		ev := storetest.BenchEvent("acme", 0)
 		if err := lg.Append(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func TestReadOnlyStoresWriteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ls.Close()
-		if err := ls.Append(ctx, benchEvent("acme", 1)); !errors.Is(err, audit.ErrUnavailable) {
+		if err := ls.Append(ctx, storetest.BenchEvent("acme", 1)); !errors.Is(err, audit.ErrUnavailable) {
 			t.Fatalf("Append on a read-only store = %v, want ErrUnavailable", err)
 		}
 		if p, err := rw.Audit().Query(ctx, "acme", audit.Filter{}); err != nil || len(p.Events) != 1 {
@@ -238,7 +239,7 @@ func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lg.Close()
-	if err := lg.Append(t.Context(), benchEvent("acme", 0)); err != nil {
+	if err := lg.Append(t.Context(), storetest.BenchEvent("acme", 0)); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{filepath.Join(root, "var"), filepath.Join(root, "var", "db")} {

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 )
 
-// benchEvent is a realistic decision event (about 700 bytes of JSON).
-func benchEvent(tenant string, i int) *audit.Event {
+// BenchEvent is a realistic decision event (about 700 bytes of JSON), the
+// i-th of a benchmark's stream for tenant.
+func BenchEvent(tenant string, i int) *audit.Event {
 	return &audit.Event{
-		Tenant:         tenant,
-		Principal:      fmt.Sprintf("user-%d", i%50),
-		Client:         "platform-a",
+		Tenant:    tenant,
+		Principal: fmt.Sprintf("user-%d", i%50),
+		Client:    "platform-a",
+		// Real call and decision ids are UUID v7s: they grow with time.
 		CallID:         fmt.Sprintf("call-%09d", i),
 		DecisionID:     fmt.Sprintf("dec-%09d", i),
 		SessionID:      fmt.Sprintf("s-%d", i%200),
@@ -27,15 +29,20 @@ func benchEvent(tenant string, i int) *audit.Event {
 		PolicyRevision: "rev-42",
 		RequestDigest:  "sha256:3f1c8e8a0c6f4b1d9e2a7c5b8d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a",
 		Input: map[string]any{
-			"tenant": tenant,
-			"args":   map[string]any{"path": "docs/guide.md", "offset": 1, "limit": 200},
+			"version":   1,
+			"tenant":    tenant,
+			"principal": map[string]any{"id": fmt.Sprintf("user-%d", i%50), "roles": []any{"developer"}, "groups": []any{}},
+			"tool":      map[string]any{"name": "read-file", "kind": "builtin", "effects": []any{"fs.read"}},
+			"action":    "fs.read",
+			"resources": []any{map[string]any{"type": "file", "path": "docs/guide.md", "access": "read"}},
+			"args":      map[string]any{"path": "docs/guide.md", "offset": 1, "limit": 200},
 		},
 		DurationsUS: map[string]int64{"prepare": 41, "decide": 37},
 	}
 }
 
-// pgSeed appends n events of acme through l with many concurrent callers.
-func pgSeed(tb testing.TB, l *audit.Log, n int) {
+// Seed appends n BenchEvents of acme through l from 64 concurrent callers.
+func Seed(tb testing.TB, l *audit.Log, n int) {
 	tb.Helper()
 	const workers = 64
 	var next atomic.Int64
@@ -48,7 +55,7 @@ func pgSeed(tb testing.TB, l *audit.Log, n int) {
 				if i >= n || failed.Load() != nil {
 					return
 				}
-				if err := l.Append(context.Background(), benchEvent("acme", i)); err != nil {
+				if err := l.Append(context.Background(), BenchEvent("acme", i)); err != nil {
 					failed.CompareAndSwap(nil, err)
 					return
 				}
