@@ -166,6 +166,40 @@ func TestAuditLogProvesItselfToAThirdParty(t *testing.T) {
 	if r := h.do("POST", "/v1/audit/verify", auditor, []byte(`{"checkpoint":""}`)); r.status != 400 {
 		t.Errorf("an empty checkpoint: %d %s", r.status, r.raw)
 	}
+	for _, bad := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/audit/verify", `{"checkpoint":"x","extra":1}`, 400},
+		{"POST", "/v1/audit/verify", `{"checkpoint":`, 400},
+		{"POST", "/v1/audit/verify", `{"checkpoint":"` + strings.Repeat("a", 20000) + `"}`, 413},
+		{"POST", "/v1/audit/verify", `{"checkpoint":"not a note"}`, 400},
+		{"GET", "/v1/audit/events/x/proof", "", 400},
+		{"GET", "/v1/audit/events/x/proof?size=0", "", 400},
+		{"GET", "/v1/audit/events/x/proof?size=abc", "", 400},
+		{"GET", "/v1/audit/events/x/proof?size=1&size=2", "", 400},
+		{"GET", "/v1/audit/events/x/proof?size=1&other=1", "", 400},
+		{"GET", "/v1/audit/consistency?from=3&to=2", "", 400},
+		{"GET", "/v1/audit/consistency?from=1", "", 400},
+	} {
+		var body []byte
+		if bad.body != "" {
+			body = []byte(bad.body)
+		}
+		if r := h.do(bad.method, bad.path, auditor, body); r.status != bad.status {
+			t.Errorf("%s %s %.40s: %d, want %d: %.200s", bad.method, bad.path, bad.body, r.status, bad.status, r.raw)
+		}
+	}
+	// Another tenant's event is not found in this tenant's log.
+	globexAlice := h.token("globex", "gina", "developer")
+	h.call(globexAlice, "read-file", `{"arguments":{"path":"docs/guide.md"}}`)
+	gev := h.allEvents("globex", "")
+	if len(gev) == 0 {
+		t.Fatal("no globex event")
+	}
+	if r := h.do("GET", fmt.Sprintf("/v1/audit/events/%s/proof?size=%d", gev[0]["id"], saved.size), auditor, nil); r.status != 404 {
+		t.Errorf("acme's auditor got a proof of globex's event: %d %s", r.status, r.raw)
+	}
 	if r := h.do("GET", "/v1/audit/events/nope/proof?size=1", auditor, nil); r.status != 404 {
 		t.Errorf("proof of an unknown event: %d %s", r.status, r.raw)
 	}
