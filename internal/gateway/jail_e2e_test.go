@@ -327,7 +327,8 @@ time.sleep(60)`, name))
 	}
 	start := func(name string) string {
 		r := call("bash", map[string]any{"command": script(name), "background": true})
-		pid, _ := r.body["data"].(map[string]any)["process_id"].(string)
+		data, _ := r.body["data"].(map[string]any)
+		pid, _ := data["process_id"].(string)
 		if r.str("outcome") != "ok" || pid == "" {
 			t.Fatalf("background start: %s", r.raw)
 		}

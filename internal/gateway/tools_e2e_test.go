@@ -251,7 +251,8 @@ func TestProcessesAndTasksAreScopedToTheirSession(t *testing.T) {
 		return h.call(tok, tool, string(b))
 	}
 	r := call(alice, "bash", "s1", map[string]any{"command": "cat", "background": true})
-	pid, _ := r.body["data"].(map[string]any)["process_id"].(string)
+	data, _ := r.body["data"].(map[string]any)
+	pid, _ := data["process_id"].(string)
 	if r.str("outcome") != "ok" || pid == "" {
 		t.Fatalf("background start: %s", r.raw)
 	}

@@ -177,7 +177,15 @@ func (p *Pipeline) decideAndRun(ctx context.Context, b *batch, calls []*call, ga
 	// The calls that wait for no other are all decided before any of them
 	// runs: a policy or audit failure in one of those decisions leaves
 	// nothing run.
+	// All of them are counted before the first starts: counted one by one
+	// as they start, a fast first call could find the count at zero and
+	// run before a later sibling's decision failed.
 	var decided sync.WaitGroup
+	for i, c := range calls {
+		if c.prepared != nil && !b.final[i] && len(deps[i]) == 0 {
+			decided.Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		if c.prepared == nil || b.final[i] {
@@ -187,7 +195,6 @@ func (p *Pipeline) decideAndRun(ctx context.Context, b *batch, calls []*call, ga
 		independent := len(deps[i]) == 0
 		markDecided := func() {}
 		if independent {
-			decided.Add(1)
 			markDecided = sync.OnceFunc(decided.Done)
 		}
 		wg.Add(1)

@@ -101,7 +101,11 @@ func runStage1(cfg helperConfig, stderr io.Writer) int {
 	last := max(3, cfg.wsFD, cfg.cgFD, cfg.cgOOMFD)
 	extra := make([]*os.File, last-2)
 	for fd := 3; fd <= last; fd++ {
-		extra[fd-3] = os.NewFile(uintptr(fd), "inherited")
+		// Never an *os.File for cgroup.procs: its finalizer would close
+		// the descriptor moveToCgroup writes to once a GC runs.
+		if fd != cfg.cgFD {
+			extra[fd-3] = os.NewFile(uintptr(fd), "inherited")
+		}
 	}
 	var joined *os.File
 	if cfg.cgFD >= 0 {
