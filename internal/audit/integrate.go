@@ -56,6 +56,10 @@ const (
 // batchSizer is a Store that prefers its own integration batch size.
 type batchSizer interface{ IntegrateBatch() int }
 
+// vacuumer is a Store whose append table wants cleaning after rows were
+// moved out of it (PostgreSQL: dead tuples).
+type vacuumer interface{ Moved(ctx context.Context, n int) }
+
 // yielder is a Store whose integration shares one write lock with the
 // hot path (SQLite): between two full batches the integrator pauses
 // this long, so that the writer's commits get their turn and the
@@ -235,6 +239,9 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 		if res.events > 0 {
 			in.l.m.integrated.Add(float64(res.events))
 			in.l.m.integrateSeconds.Observe(time.Since(start).Seconds())
+			if v, ok := in.store.(vacuumer); ok {
+				v.Moved(ctx, res.events)
+			}
 		}
 		if res.note != nil {
 			in.published(tenant, res.cp, res.note)
