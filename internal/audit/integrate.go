@@ -58,7 +58,9 @@ type batchSizer interface{ IntegrateBatch() int }
 
 // vacuumer is a Store whose append table wants cleaning after rows were
 // moved out of it (PostgreSQL: dead tuples).
-type vacuumer interface{ Moved(ctx context.Context, n int) }
+type vacuumer interface {
+	Moved(ctx context.Context, n int)
+}
 
 // yielder is a Store whose integration shares one write lock with the
 // hot path (SQLite): between two full batches the integrator pauses
