@@ -191,7 +191,7 @@ func (in *integrator) pass(ctx context.Context) {
 		all, err := in.store.IntegrationWork(ctx)
 		if err != nil {
 			in.l.m.integrateFailures.Inc()
-			in.l.logger.Warn("audit integration: listing work failed", "err", err)
+			in.warn("", "audit integration: listing work failed", err)
 		}
 		for _, t := range all {
 			work[t] = true
@@ -231,7 +231,7 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 		})
 		if err != nil {
 			in.l.m.integrateFailures.Inc()
-			in.l.logger.Warn("audit integration failed", "tenant", tenant, "err", err)
+			in.warn(tenant, "audit integration failed; the events wait in the append table", err)
 			return err
 		}
 		if !ran {
@@ -416,7 +416,9 @@ func (in *integrator) seenOf(tenant string) (tlog.Checkpoint, bool) {
 	return cp, ok
 }
 
-// warn logs a tenant's problem at most once a warnEvery.
+// warn logs a tenant's problem ("" for one of no tenant) at most once a
+// warnEvery: the integrator retries every pass, and an outage would
+// otherwise log five lines a second.
 func (in *integrator) warn(tenant, msg string, err error) {
 	in.mu.Lock()
 	last := in.warned[tenant]
