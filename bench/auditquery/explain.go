@@ -124,5 +124,31 @@ func explainPostgres(ctx context.Context, conn *pgx.Conn, tenant string, f audit
 		}
 		b.WriteString("  " + line + "\n")
 	}
-	return b.String(), rows.Err()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	rows.Close()
+	// Lookups by call or decision also read the append table.
+	if f.CallID != "" || f.DecisionID != "" {
+		col, val := "call_id", f.CallID
+		if val == "" {
+			col, val = "decision_id", f.DecisionID
+		}
+		pq := `SELECT raw FROM audit_append WHERE tenant = $1 AND ` + col + ` = $2`
+		prows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+pq, tenant, val)
+		if err != nil {
+			return "", err
+		}
+		defer prows.Close()
+		b.WriteString(pq + "\n")
+		for prows.Next() {
+			var line string
+			if err := prows.Scan(&line); err != nil {
+				return "", err
+			}
+			b.WriteString("  " + line + "\n")
+		}
+		return b.String(), prows.Err()
+	}
+	return b.String(), nil
 }

@@ -56,6 +56,12 @@ const (
 // batchSizer is a Store that prefers its own integration batch size.
 type batchSizer interface{ IntegrateBatch() int }
 
+// vacuumer is a Store whose append table wants cleaning after rows were
+// moved out of it (PostgreSQL: dead tuples).
+type vacuumer interface {
+	Moved(ctx context.Context, n int)
+}
+
 // yielder is a Store whose integration shares one write lock with the
 // hot path (SQLite): between two full batches the integrator pauses
 // this long, so that the writer's commits get their turn and the
@@ -185,7 +191,7 @@ func (in *integrator) pass(ctx context.Context) {
 		all, err := in.store.IntegrationWork(ctx)
 		if err != nil {
 			in.l.m.integrateFailures.Inc()
-			in.l.logger.Warn("audit integration: listing work failed", "err", err)
+			in.warn("", "audit integration: listing work failed", err)
 		}
 		for _, t := range all {
 			work[t] = true
@@ -225,7 +231,7 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 		})
 		if err != nil {
 			in.l.m.integrateFailures.Inc()
-			in.l.logger.Warn("audit integration failed", "tenant", tenant, "err", err)
+			in.warn(tenant, "audit integration failed; the events wait in the append table", err)
 			return err
 		}
 		if !ran {
@@ -235,6 +241,9 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 		if res.events > 0 {
 			in.l.m.integrated.Add(float64(res.events))
 			in.l.m.integrateSeconds.Observe(time.Since(start).Seconds())
+			if v, ok := in.store.(vacuumer); ok {
+				v.Moved(ctx, res.events)
+			}
 		}
 		if res.note != nil {
 			in.published(tenant, res.cp, res.note)
@@ -407,7 +416,9 @@ func (in *integrator) seenOf(tenant string) (tlog.Checkpoint, bool) {
 	return cp, ok
 }
 
-// warn logs a tenant's problem at most once a warnEvery.
+// warn logs a tenant's problem ("" for one of no tenant) at most once a
+// warnEvery: the integrator retries every pass, and an outage would
+// otherwise log five lines a second.
 func (in *integrator) warn(tenant, msg string, err error) {
 	in.mu.Lock()
 	last := in.warned[tenant]

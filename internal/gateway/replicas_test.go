@@ -104,7 +104,6 @@ log: {level: info}
 		file = filepath.Join(c.dir, name+".yaml")
 	}
 	must(c.t, os.WriteFile(file, []byte(cfg), 0o644))
-	chain := name
 	cmd := exec.Command(gatewayBinary(c.t), "serve", "--config", file)
 	stderr, err := cmd.StderrPipe()
 	must(c.t, err)
@@ -119,7 +118,7 @@ log: {level: info}
 				addr <- m[1]
 			}
 			if testing.Verbose() {
-				fmt.Fprintln(os.Stderr, chain+": "+sc.Text())
+				fmt.Fprintln(os.Stderr, name+": "+sc.Text())
 			}
 		}
 		io.Copy(io.Discard, stderr)
@@ -130,9 +129,9 @@ log: {level: info}
 	case a := <-addr:
 		r.base = "http://" + a
 	case <-r.done:
-		c.t.Fatalf("replica %s exited at start", chain)
+		c.t.Fatalf("replica %s exited at start", name)
 	case <-time.After(60 * time.Second):
-		c.t.Fatalf("replica %s did not start", chain)
+		c.t.Fatalf("replica %s did not start", name)
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,9 @@ import (
 type pgAudit struct {
 	pool         *pgxpool.Pool
 	writeTimeout time.Duration
+	// moved counts the rows this store's integrators moved out of the
+	// append table since it was last vacuumed.
+	moved atomic.Int64
 	// pruneBatch overrides audit.PruneBatch (tests walk several steps
 	// with it).
 	pruneBatch int
@@ -53,6 +57,25 @@ const pgInsert = `INSERT INTO audit_append (tenant, id, call_id, decision_id, ra
 
 // PruneBatch tells the audit log the prune step (tests shrink it).
 func (s *pgAudit) PruneBatch() int { return s.pruneBatch }
+
+// vacuumEvery is how many rows the integrators of one store move out of
+// the append table between two vacuums of it.
+const vacuumEvery = 20000
+
+// Moved is told by the audit log how many rows were moved out of the
+// append table. Every vacuumEvery rows it vacuums the table: lookups by
+// call_id and decision_id scan the tenant's rows, dead ones included, and
+// autovacuum looks only once a minute. A role that may not vacuum (not
+// the table's owner) is left to autovacuum.
+func (s *pgAudit) Moved(ctx context.Context, n int) {
+	if s.moved.Add(int64(n)) < vacuumEvery {
+		return
+	}
+	s.moved.Store(0)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) audit_append`) // best effort
+}
 
 func isPgNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 

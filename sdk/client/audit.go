@@ -29,10 +29,15 @@ type AuditEvent struct {
 	Obligations    map[string]any   `json:"obligations,omitempty"`
 	Result         *AuditResult     `json:"result,omitempty"`
 	DurationsUS    map[string]int64 `json:"durations_us"`
-	Chain          string           `json:"chain"`
-	Seq            int64            `json:"seq"`
-	PrevHash       string           `json:"prev_hash"`
-	Hash           string           `json:"hash"`
+	// Chain, Seq and PrevHash link events written before the tenant's
+	// Merkle tree; "", 0 and "" since.
+	Chain    string `json:"chain"`
+	Seq      int64  `json:"seq"`
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+	// LogIndex is the event's position in its tenant's Merkle tree, once
+	// integrated (normally within a second of its commit).
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 // AuditResult summarizes what a tool returned; Error is the internal
@@ -95,14 +100,19 @@ func (c *Client) AuditEvent(ctx context.Context, id string) (*AuditEvent, error)
 	return &out, nil
 }
 
-// Verification is the result of recomputing the tenant's hash chains.
+// Verification is the result of checking the tenant's log against its
+// Merkle tree and latest signed checkpoint.
 type Verification struct {
-	OK            bool   `json:"ok"`
-	EventsChecked int64  `json:"events_checked"`
-	FirstBadEvent string `json:"first_bad_event,omitempty"`
+	OK             bool   `json:"ok"`
+	EventsChecked  int64  `json:"events_checked"`
+	FirstBadEvent  string `json:"first_bad_event,omitempty"`
+	Problem        string `json:"problem,omitempty"`
+	TreeSize       int64  `json:"tree_size"`
+	CheckpointSize int64  `json:"checkpoint_size"`
+	EventsPruned   int64  `json:"events_pruned,omitempty"`
 }
 
-// VerifyAudit recomputes the caller's tenant's hash chain.
+// VerifyAudit checks the caller's tenant's log (GET /v1/audit/verify).
 func (c *Client) VerifyAudit(ctx context.Context) (*Verification, error) {
 	var out Verification
 	if err := c.do(ctx, http.MethodGet, "/v1/audit/verify", nil, nil, &out); err != nil {

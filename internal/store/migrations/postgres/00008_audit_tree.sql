@@ -13,6 +13,12 @@ CREATE TABLE audit_append (
 	raw         BYTEA            NOT NULL, -- the canonical event, its hash inside
 	CONSTRAINT audit_append_pkey PRIMARY KEY (tenant, seq)
 );
+-- A queue: every row is deleted within a second or so. Dead rows would
+-- slow the lookups by call_id and decision_id, which scan the tenant's
+-- rows; the integrator vacuums it as it goes, and autovacuum does not
+-- wait for a fifth of the table to be dead.
+ALTER TABLE audit_append SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000,
+	autovacuum_vacuum_cost_delay = 0);
 
 -- Events keep their rows; those of the hash-chain era get their log_index
 -- from the integrator, in (chain, seq) order, before any new event. The
