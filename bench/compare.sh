@@ -30,6 +30,8 @@
 #   ROUNDS       interleaved rounds per cell       (default 1)
 #   SOAK         soak duration, "" to skip          (default 60s)
 #   PHASES       which targeted phases to run       (default "profile reload soak")
+#   PACK         "shipped" (a copy of policies/) or "simple" (a few simple
+#                rules, written below)                  (default shipped)
 #   KEEP=1       keep the temp dir (logs, audit db) for inspection
 set -euo pipefail
 
@@ -40,6 +42,7 @@ RATES=${RATES-"300 1000"}
 RATE_C=${RATE_C:-64}
 ROUNDS=${ROUNDS:-1}
 SOAK=${SOAK-60s}
+PACK=${PACK:-shipped}
 PHASES=${PHASES-"profile reload soak"}
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,7 +98,40 @@ pprof0_port=$(free_port)
 
 mkdir -p "$tmp/ws/docs"
 printf '# Guide\n\nA small file for the benchmark.\n\n- one\n- two\n- three\n' >"$tmp/ws/docs/guide.md"
-cp -R "$repo/policies" "$tmp/policies"
+case $PACK in
+shipped) cp -R "$repo/policies" "$tmp/policies" ;;
+simple)
+	# A few simple rules: developers may use read-file, reads under docs/
+	# are allowed, nothing is masked. OPA and the gateways load the same.
+	mkdir -p "$tmp/policies"
+	cat >"$tmp/policies/availability.rego" <<'REGO'
+package toolgate.availability
+
+default allow := false
+
+allow if {
+	input.tool.name == "read-file"
+	"developer" in input.principal.roles
+}
+REGO
+	cat >"$tmp/policies/authz.rego" <<'REGO'
+package toolgate.authz
+
+default decision := {"allow": false, "reasons": ["not a read under docs/"]}
+
+decision := {"allow": true, "reasons": ["reads under docs/ are allowed"]} if {
+	input.tool.name == "read-file"
+	count(input.resources) > 0
+	every r in input.resources {
+		r.type == "file"
+		r.access == "read"
+		startswith(r.path, "docs/")
+	}
+}
+REGO
+	;;
+*) echo "compare.sh: PACK must be shipped or simple, got $PACK" >&2; exit 2 ;;
+esac
 
 # gateway_config NAME PORT EXTRA-POLICY-YAML EXTRA-YAML
 gateway_config() {
@@ -216,7 +252,7 @@ for _ in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "Toolgate vs opa run --server — $(nproc) cores, $(go env GOVERSION), DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS"
+echo "Toolgate vs opa run --server — $(nproc) cores, $(go env GOVERSION), PACK=$PACK DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS"
 echo "A = OPA /v1/data/toolgate/authz/decision   B = Toolgate /decisions   C = Toolgate /calls (read-file, docs/guide.md)"
 echo "B0, C0 = the same on a gateway with the decision cache off   D = the same read behind a bare HTTP handler"
 echo

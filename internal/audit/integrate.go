@@ -239,6 +239,9 @@ func (in *integrator) tenant(ctx context.Context, tenant string, wait bool) erro
 			return nil
 		}
 		if res.events > 0 {
+			if res.oldestMS > 0 {
+				in.l.m.integrationLag.Observe(max(0, time.Since(time.UnixMilli(res.oldestMS)).Seconds()))
+			}
 			in.l.m.integrated.Add(float64(res.events))
 			in.l.m.integrateSeconds.Observe(time.Since(start).Seconds())
 			if v, ok := in.store.(vacuumer); ok {
@@ -272,7 +275,8 @@ type chunkResult struct {
 	events   int
 	note     []byte // a checkpoint signed in the transaction
 	cp       tlog.Checkpoint
-	unsigned bool // the tree is ahead of its checkpoint, which is not yet due
+	unsigned bool  // the tree is ahead of its checkpoint, which is not yet due
+	oldestMS int64 // time of the batch's first event (0 for legacy events)
 }
 
 // chunk integrates one batch of the tenant and signs a checkpoint when one
@@ -305,6 +309,9 @@ func (in *integrator) chunk(ctx context.Context, tx TreeTx, tenant string) (chun
 		}
 		for i, r := range rows {
 			c := decodeColumns(r.Raw)
+			if i == 0 {
+				res.oldestMS = c.timeMS
+			}
 			app.Events = append(app.Events, IntegratedEvent{
 				Seq: r.Seq, LogIndex: head.Size + int64(i), ID: r.ID, Hash: c.Hash, TimeMS: c.timeMS,
 				Tool: c.Tool, Principal: c.Principal, Outcome: c.Outcome, Phase: c.Phase,

@@ -23,6 +23,11 @@ const (
 	// signed by another key.
 	MetricCheckpoints       = "toolgate_audit_checkpoints_total"
 	MetricCheckpointRefused = "toolgate_audit_checkpoints_refused_total"
+	// MetricIntegrationLag is the age of the oldest event of each
+	// integration batch when it was integrated: how long after its commit
+	// an event waited to be queryable by anything but its call or
+	// decision id, and to be in the tree.
+	MetricIntegrationLag = "toolgate_audit_integration_lag_seconds"
 )
 
 // logMetrics are a Log's collectors.
@@ -35,6 +40,7 @@ type logMetrics struct {
 	integrated             prometheus.Counter
 	integrateSeconds       prometheus.Histogram
 	integrateFailures      prometheus.Counter
+	integrationLag         prometheus.Histogram
 	checkpoints            prometheus.Counter
 	checkpointRefused      prometheus.Counter
 }
@@ -65,6 +71,10 @@ func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics,
 			Name: MetricIntegrateSeconds, Help: "Latency of one audit integration transaction.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		integrationLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: MetricIntegrationLag, Help: "Age of the oldest event of each audit integration batch when it was integrated (how long committed events wait to be queryable and in the tree).",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
 		integrateFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricIntegrateFailures, Help: "Audit integration transactions that failed.",
 		}),
@@ -83,7 +93,7 @@ func newLogMetrics(reg prometheus.Registerer, queueLen func() int) (*logMetrics,
 	}, func() float64 { return float64(queueLen()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{appends, m.batchSize, m.commit, m.verifyFailures, m.pruned,
-			m.integrated, m.integrateSeconds, m.integrateFailures, m.checkpoints, m.checkpointRefused, depth} {
+			m.integrated, m.integrateSeconds, m.integrationLag, m.integrateFailures, m.checkpoints, m.checkpointRefused, depth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -81,7 +85,8 @@ func isPgNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
 // Insert implements audit.Store: one statement, all rows or none, in an
 // explicit transaction with the entries' records when there are any.
-func (s *pgAudit) Insert(ctx context.Context, entries []audit.Entry) error {
+func (s *pgAudit) Insert(ctx context.Context, entries []audit.Entry) (err error) {
+	defer func() { s.lost(err) }()
 	if len(entries) == 0 {
 		return nil
 	}
@@ -595,7 +600,33 @@ func (s *pgAudit) LegacyCheckpoints(ctx context.Context, tenant string) (map[str
 // Ping implements audit.Store: the server answers and the schema is there.
 func (s *pgAudit) Ping(ctx context.Context) error {
 	var one int
-	return s.pool.QueryRow(ctx, `SELECT 1 FROM `+versionTable+` LIMIT 1`).Scan(&one)
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM `+versionTable+` LIMIT 1`).Scan(&one)
+	s.lost(err)
+	return err
+}
+
+// lost closes every connection of the pool when err says the server ended
+// one (a restart, a failover, an administrator's pg_terminate_backend) or
+// the network broke it: the other idle connections are then most likely
+// dead too, and each would otherwise fail one more request (a write
+// refused, a readiness probe failed) before the pool replaced it.
+func (s *pgAudit) lost(err error) {
+	if err != nil && connectionLost(err) {
+		s.pool.Reset()
+	}
+}
+
+// connectionLost reports whether err ended the connection it came from:
+// SQLSTATE class 08 (connection exception) or 57P (the server shutting
+// down or terminating the backend), or a broken transport.
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || (errors.As(err, &ne) && !ne.Timeout())
 }
 
 // Probe implements audit.Store: an upsert of the probe row, committed like
