@@ -289,6 +289,24 @@ END {
 	}
 }' "$results"
 [ -z "$RATES" ] || echo "Open loop: latency measured from each request's scheduled send time (no coordinated omission)."
+# Integration lag (issue 13): how long committed events waited before the
+# integrator made them queryable and put them in the tree, per gateway.
+for g in "$gw" "$gw0"; do
+	curl -fsS "$g/metrics" | awk -v g="$g" '
+	/^toolgate_audit_integration_lag_seconds_bucket/ {
+		match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+		n[le] = $2; if (le != "+Inf") { les[++k] = le }
+	}
+	/^toolgate_audit_integration_lag_seconds_count/ { total = $2 }
+	/^toolgate_audit_integrated_events_total/ { events = $2 }
+	END {
+		worst = "none"
+		for (i = 1; i <= k; i++) if (n[les[i]] == total) { worst = "<= " les[i] " s"; break }
+		if (worst == "none" && total > 0) worst = "> " les[k] " s"
+		printf "Integration lag at %s: %d events in %d batches; %.1f%% of batches within 1 s, every batch %s\n",
+			g, events, total, total ? 100 * n["1"] / total : 0, worst
+	}'
+done
 echo "Disk under the audit database: $("$tmp/fsynclat" "$tmp")"
 echo "  (a call commits its decision event before the effect: C - D can never be below one of these)"
 
