@@ -47,6 +47,15 @@ const (
 	DefaultPollMaxBackoff = 5 * time.Minute
 )
 
+// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
+const (
+	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
+	DefaultJWKSRefresh = 5 * time.Minute
+	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
+	// default.
+	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
+)
+
 // Load reads, decodes and validates the YAML configuration in file.
 //
 // Decoding is strict: unknown keys, values of the wrong type, aliases,
@@ -116,6 +125,9 @@ func defaults() *Config {
 			RolesClaim:  DefaultRolesClaim,
 			GroupsClaim: DefaultGroupsClaim,
 			Leeway:      DefaultLeeway,
+
+			JWKSRefresh:           DefaultJWKSRefresh,
+			JWKSUnknownKIDRefresh: DefaultJWKSUnknownKIDRefresh,
 		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
