@@ -34,6 +34,10 @@ type Authenticator struct {
 	secret  []byte    // HS256 key; nil when not configured
 	keys    *jwks.Set // jwks_file, jwks_url or oidc_issuer; nil when none is configured
 	remote  bool      // keys come from an identity provider
+	// idpIssuer is the "iss" that tokens verified by an OpenID Connect
+	// provider's keys must carry (auth.jwt.oidc_issuer, which its discovery
+	// document names); "" when none is configured.
+	idpIssuer string
 	methods []string  // JWS algorithms the configured keys verify
 	parser  *jwt.Parser
 	cache   *tokenCache // verified JWTs; nil disables
@@ -120,7 +124,6 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err
 		a.secret = secret
 		a.methods = append(a.methods, jwt.SigningMethodHS256.Alg())
 	}
-	issuer := j.Issuer
 	switch {
 	case j.JWKSFile != "":
 		ks, err := jwks.LoadFile(j.JWKSFile)
@@ -137,12 +140,7 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err
 		if err != nil {
 			return nil, err
 		}
-		a.keys, a.remote = ks, true
-		if j.OIDCIssuer != "" {
-			// The discovery document names exactly this issuer; tokens
-			// must carry it.
-			issuer = j.OIDCIssuer
-		}
+		a.keys, a.remote, a.idpIssuer = ks, true, j.OIDCIssuer
 	}
 	if a.keys != nil {
 		a.methods = append(a.methods, a.keys.Algorithms()...)
@@ -170,8 +168,8 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err
 		jwt.WithTimeFunc(o.now),
 		jwt.WithStrictDecoding(),
 	}
-	if issuer != "" {
-		popts = append(popts, jwt.WithIssuer(issuer))
+	if j.Issuer != "" {
+		popts = append(popts, jwt.WithIssuer(j.Issuer))
 	}
 	if j.Audience != "" {
 		popts = append(popts, jwt.WithAudience(j.Audience))

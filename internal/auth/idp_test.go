@@ -94,8 +94,9 @@ func TestOIDCIssuerTokens(t *testing.T) {
 			wantReason(t, err, tt.want)
 		})
 	}
-	// The dev secret still verifies HS256 tokens beside the provider's.
-	authOK(t, a, sign(t, jwt.SigningMethodHS256, "", idpClaims(idp), s.secret))
+	// The dev secret still verifies HS256 tokens beside the provider's;
+	// the provider's issuer binds only the provider's keys.
+	authOK(t, a, sign(t, jwt.SigningMethodHS256, "", idpWith(idp, func(c jwt.MapClaims) { delete(c, "iss") }), s.secret))
 
 	if st := s.authenticator(t, nil).KeyStatus(); st != "" {
 		t.Errorf("KeyStatus without an identity provider = %q, want empty", st)

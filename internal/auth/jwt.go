@@ -63,6 +63,18 @@ func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*Identity,
 	if err != nil {
 		return nil, a.classify(tok, err)
 	}
+	if used.key != nil && a.idpIssuer != "" {
+		// The provider's keys vouch only for the issuer its discovery
+		// document names (HS256 tokens are the gateway's own and follow
+		// auth.jwt.issuer alone).
+		switch iss, _ := claims.GetIssuer(); iss {
+		case a.idpIssuer:
+		case "":
+			return nil, refuse(ReasonMissingClaim, errors.New("iss missing from a token of the identity provider"))
+		default:
+			return nil, refuse(ReasonBadIssuer, fmt.Errorf("iss %q is not the identity provider's %q", iss, a.idpIssuer))
+		}
+	}
 	id, err := a.identity(claims)
 	if err != nil {
 		return nil, err

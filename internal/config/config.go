@@ -124,8 +124,8 @@ type JWT struct {
 	JWKSURL string `yaml:"jwks_url"`
 	// OIDCIssuer is an OpenID Connect issuer: its discovery document
 	// (<issuer>/.well-known/openid-configuration) must name exactly this
-	// issuer and gives the jwks_uri. Tokens must carry it as "iss". At
-	// most one of JWKSFile, JWKSURL and OIDCIssuer is set.
+	// issuer and gives the jwks_uri. Tokens verified by its keys must carry
+	// it as "iss". At most one of JWKSFile, JWKSURL and OIDCIssuer is set.
 	OIDCIssuer string `yaml:"oidc_issuer"`
 	// JWKSRefresh is how often a fetched key set is fetched again
 	// (default 5m).
