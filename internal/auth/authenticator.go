@@ -31,18 +31,18 @@ const (
 // NewAuthenticator and Close it when done; Authenticate is safe for
 // concurrent use.
 type Authenticator struct {
-	secret  []byte    // HS256 key; nil when not configured
-	keys    *jwks.Set // jwks_file, jwks_url or oidc_issuer; nil when none is configured
-	remote  bool      // keys come from an identity provider
+	secret []byte    // HS256 key; nil when not configured
+	keys   *jwks.Set // jwks_file, jwks_url or oidc_issuer; nil when none is configured
+	remote bool      // keys come from an identity provider
 	// idpIssuer is the "iss" that tokens verified by an OpenID Connect
 	// provider's keys must carry (auth.jwt.oidc_issuer, which its discovery
 	// document names); "" when none is configured.
 	idpIssuer string
-	methods []string  // JWS algorithms the configured keys verify
-	parser  *jwt.Parser
-	cache   *tokenCache // verified JWTs; nil disables
-	now     func() time.Time
-	leeway  time.Duration
+	methods   []string // JWS algorithms the configured keys verify
+	parser    *jwt.Parser
+	cache     *tokenCache // verified JWTs; nil disables
+	now       func() time.Time
+	leeway    time.Duration
 
 	tenantClaim, rolesClaim, groupsClaim string
 
