@@ -277,10 +277,11 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		// One more byte tells a body of exactly the limit from a longer one.
 		var one [1]byte
-		if n, _ := b.r.Read(one[:]); n > 0 {
+		n, err := b.r.Read(one[:])
+		if n > 0 {
 			return 0, fmt.Errorf("response body longer than %d bytes", MaxDocumentBytes)
 		}
-		return b.r.Read(p)
+		return 0, err
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
