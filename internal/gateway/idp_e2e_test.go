@@ -141,6 +141,9 @@ func TestIdentityProviderDownAtStart(t *testing.T) {
 	if r := h.do("GET", "/v1/tools", tok, nil); r.status != 401 {
 		t.Fatalf("token while the provider is down: %d %s", r.status, r.raw)
 	}
+	if m := string(h.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, `toolgate_unauthenticated_total{reason="keys not loaded"} 1`) {
+		t.Error("the refusal is not counted as keys not loaded")
+	}
 	if code, st := h.identityCheck(); code != 503 || st != "keys not loaded" {
 		t.Fatalf("readyz: %d identity=%q", code, st)
 	}

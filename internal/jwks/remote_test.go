@@ -142,6 +142,85 @@ func TestUnknownKIDFloodFetchesAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
+// Right after a rotation, a burst of requests with the new kid: the
+// first fetches, those arriving during the (slow) fetch wait for it, and
+// every one is accepted with one fetch.
+func TestBurstAfterRotationWaitsForOneFetch(t *testing.T) {
+	k1, k2 := jwkstest.NewKey("k1", "ES256"), jwkstest.NewKey("k2", "ES256")
+	idp := jwkstest.New(t, k1)
+	s := remote(t, jwks.RemoteOptions{URL: idp.JWKSURL(), UnknownKIDRefresh: time.Hour})
+	ctx := context.Background()
+	if _, _, err := s.Key(ctx, header(k1)); err != nil {
+		t.Fatal(err)
+	}
+	idp.Publish(k1, k2)
+	idp.SetDelay(300 * time.Millisecond)
+	before := idp.JWKSFetches()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 32 {
+		wg.Go(func() {
+			if _, _, err := s.Key(ctx, header(k2)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("new kid refused during the burst: %v", err)
+	}
+	if n := idp.JWKSFetches() - before; n != 1 {
+		t.Fatalf("the burst made %d fetches, want 1", n)
+	}
+}
+
+// A caller that gives up while the fetch it waits on runs is refused; the
+// fetch itself is not cut short for the others.
+func TestWaiterThatGivesUpIsRefused(t *testing.T) {
+	k1, k2 := jwkstest.NewKey("k1", "ES256"), jwkstest.NewKey("k2", "ES256")
+	idp := jwkstest.New(t, k1)
+	s := remote(t, jwks.RemoteOptions{URL: idp.JWKSURL(), UnknownKIDRefresh: time.Hour})
+	if _, _, err := s.Key(context.Background(), header(k1)); err != nil {
+		t.Fatal(err)
+	}
+	idp.Publish(k1, k2)
+	idp.SetDelay(300 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, _, err := s.Key(ctx, header(k2)); done <- err }() // starts the fetch, then hangs up
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	<-done
+	// The fetch completes despite its starter hanging up.
+	eventually(t, "the rotated key is held", func() bool {
+		_, _, err := s.Key(context.Background(), header(k2))
+		return err == nil
+	})
+	if n := idp.JWKSFetches(); n != 2 {
+		t.Fatalf("key set fetched %d times, want 2", n)
+	}
+}
+
+func TestDiscoveryWithDuplicateMembersIsRefused(t *testing.T) {
+	k1 := jwkstest.NewKey("k1", "ES256")
+	keys := jwkstest.New(t, k1)
+	var base string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// A lenient decoder would take the last jwks_uri.
+		fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":"http://127.0.0.1:1/nothing","jwks_uri":%q}`, base, keys.JWKSURL())
+	}))
+	defer srv.Close()
+	base = srv.URL
+	s := remote(t, jwks.RemoteOptions{Issuer: srv.URL, UnknownKIDRefresh: time.Second})
+	if _, _, err := s.Key(context.Background(), header(k1)); !errors.Is(err, jwks.ErrNotLoaded) {
+		t.Fatalf("Key = %v, want ErrNotLoaded", err)
+	}
+	if keys.JWKSFetches() != 0 {
+		t.Fatal("followed a discovery document with duplicate members")
+	}
+}
+
 func TestDiscoveryNamingAnotherIssuerIsRefused(t *testing.T) {
 	k1 := jwkstest.NewKey("k1", "ES256")
 	idp := jwkstest.New(t, k1)

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -103,6 +104,7 @@ type IdP struct {
 	discoveryIssuer string // "" answers with Issuer()
 	jwksURI         string // "" answers with JWKSURL()
 	status          int    // 0: 200
+	delay           time.Duration
 
 	discoveryHits atomic.Int64
 	jwksHits      atomic.Int64
@@ -157,6 +159,13 @@ func (p *IdP) SetStatus(status int) {
 	p.mu.Unlock()
 }
 
+// SetDelay makes every answer wait d first (a slow provider).
+func (p *IdP) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
 // DiscoveryFetches is how many discovery requests the IdP answered.
 func (p *IdP) DiscoveryFetches() int64 { return p.discoveryHits.Load() }
 
@@ -165,8 +174,9 @@ func (p *IdP) JWKSFetches() int64 { return p.jwksHits.Load() }
 
 func (p *IdP) unhealthy(w http.ResponseWriter) bool {
 	p.mu.Lock()
-	st := p.status
+	st, delay := p.status, p.delay
 	p.mu.Unlock()
+	time.Sleep(delay)
 	if st != 0 && st != http.StatusOK {
 		http.Error(w, http.StatusText(st), st)
 		return true
