@@ -322,3 +322,33 @@ func TestMalformedTokensFetchNothing(t *testing.T) {
 		t.Fatalf("malformed tokens made %d key set fetches", n)
 	}
 }
+
+// The cost of a token from an identity provider, cached (a map lookup and
+// the check that the set still holds its key) and not (the structural
+// checks and an ES256 verification).
+func BenchmarkAuthenticateIdP(b *testing.B) {
+	s := newSetup(b)
+	k1 := jwkstest.NewKey("k1", "ES256")
+	idp := jwkstest.New(b, k1, jwkstest.NewKey("k2", "ES256"), jwkstest.NewKey("k3", "RS256"))
+	header := "Bearer " + k1.Sign(idpClaims(idp))
+	for _, bc := range []struct {
+		name  string
+		cache int
+	}{{"cached", defaultTokenCacheSize}, {"uncached", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := *s.cfg
+			cfg.Auth.JWT.JWKSFile, cfg.Auth.JWT.Issuer, cfg.Auth.JWT.OIDCIssuer = "", "", idp.Issuer()
+			a, err := NewAuthenticator(&cfg, WithTokenCache(bc.cache))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := a.AuthenticateHeader(header); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
