@@ -352,3 +352,47 @@ func BenchmarkAuthenticateIdP(b *testing.B) {
 		})
 	}
 }
+
+// Header parameters that name where to get a key (jku, x5u) or carry one
+// (jwk) are never followed: only the configured provider's set counts.
+// Without an HS256 secret, neither HS256 nor "none" gets through.
+func TestTokensCannotBringTheirOwnKeys(t *testing.T) {
+	s := newSetup(t)
+	k1 := jwkstest.NewKey("k1", "ES256")
+	idp := jwkstest.New(t, k1)
+	attacker := jwkstest.NewKey("evil", "ES256")
+	evil := jwkstest.New(t, attacker)
+	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) { j.HS256SecretFile = "" })
+	authOK(t, a, k1.Sign(idpClaims(idp)))
+
+	for _, tt := range []struct {
+		name   string
+		header map[string]any
+		want   Reason
+	}{
+		{"jku", map[string]any{"kid": "evil", "jku": evil.JWKSURL()}, ReasonUnknownKey},
+		{"x5u", map[string]any{"kid": "evil", "x5u": evil.JWKSURL()}, ReasonUnknownKey},
+		{"embedded jwk", map[string]any{"kid": "evil", "jwk": attacker.JWK()}, ReasonUnknownKey},
+		{"embedded jwk under the provider's kid", map[string]any{"kid": "k1", "jwk": attacker.JWK()}, ReasonBadSignature},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := jwt.NewWithClaims(jwt.SigningMethodES256, idpClaims(idp))
+			for k, v := range tt.header {
+				tok.Header[k] = v
+			}
+			str, err := tok.SignedString(attacker.Private())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.AuthenticateHeader("Bearer " + str)
+			wantReason(t, err, tt.want)
+		})
+	}
+	if evil.JWKSFetches() != 0 {
+		t.Fatal("followed a URL from a token's header")
+	}
+	_, err := a.AuthenticateHeader("Bearer " + sign(t, jwt.SigningMethodHS256, "k1", idpClaims(idp), []byte("0123456789abcdef0123456789abcdef")))
+	wantReason(t, err, ReasonAlgorithm)
+	_, err = a.AuthenticateHeader("Bearer " + sign(t, jwt.SigningMethodNone, "k1", idpClaims(idp), jwt.UnsafeAllowNoneSignatureType))
+	wantReason(t, err, ReasonAlgorithm)
+}
