@@ -175,9 +175,9 @@ func TestBurstAfterRotationWaitsForOneFetch(t *testing.T) {
 	}
 }
 
-// A caller that gives up while the fetch it waits on runs is refused; the
-// fetch itself is not cut short for the others.
-func TestWaiterThatGivesUpIsRefused(t *testing.T) {
+// The caller whose unknown kid started a fetch hangs up: the fetch is not
+// cut short, and the rotated key is there for everyone after it.
+func TestFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 	k1, k2 := jwkstest.NewKey("k1", "ES256"), jwkstest.NewKey("k2", "ES256")
 	idp := jwkstest.New(t, k1)
 	s := remote(t, jwks.RemoteOptions{URL: idp.JWKSURL(), UnknownKIDRefresh: time.Hour})
