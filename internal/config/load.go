@@ -47,15 +47,6 @@ const (
 	DefaultPollMaxBackoff = 5 * time.Minute
 )
 
-// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
-const (
-	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
-	DefaultJWKSRefresh = 5 * time.Minute
-	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
-	// default.
-	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
-)
-
 // Load reads, decodes and validates the YAML configuration in file.
 //
 // Decoding is strict: unknown keys, values of the wrong type, aliases,
@@ -104,6 +95,15 @@ func Load(file string) (*Config, error) {
 	}
 	return cfg, nil
 }
+
+// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
+const (
+	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
+	DefaultJWKSRefresh = 5 * time.Minute
+	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
+	// default.
+	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
+)
 
 // defaults returns a Config holding every default; decoding overlays the
 // file on top of it.
