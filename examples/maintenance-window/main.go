@@ -39,6 +39,7 @@ func main() {
 		log.Error("verifier", "err", err)
 		os.Exit(2)
 	}
+	defer v.Close()
 	mux := http.NewServeMux()
 	mux.Handle("POST /maintenance-window", newHandler(v, defaultWindows(), log))
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -33,6 +33,13 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (*auth.Identity, error)
 }
 
+// keyStatuser is an Authenticator whose keys may still be loading (an
+// identity provider's): /readyz reports its KeyStatus as checks.identity
+// when it is not "".
+type keyStatuser interface {
+	KeyStatus() string
+}
+
 // Options wire a Server.
 type Options struct {
 	Pipeline *pipeline.Pipeline
@@ -139,16 +146,23 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz reports whether calls can be served: a policy revision is loaded
-// and the audit store can commit (it answers, and its last commit, or a
-// probe write while commits fail, succeeded). It reveals no tenant data and
-// no error detail: the reason is one of a few fixed words, the error goes
-// to the log.
+// readyz reports whether calls can be served: a policy revision is loaded,
+// the audit store can commit (it answers, and its last commit, or a probe
+// write while commits fail, succeeded) and, with an identity provider
+// configured, its keys have loaded. It reveals no tenant data and no error
+// detail: the reason is one of a few fixed words, the error goes to the
+// log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{"policy": "ok", "audit": "ok"}
 	ready := true
 	if _, err := s.o.Engine.Current(); err != nil {
 		checks["policy"], ready = "not loaded", false
+	}
+	if ks, ok := s.o.Auth.(keyStatuser); ok {
+		if st := ks.KeyStatus(); st != "" {
+			checks["identity"] = st
+			ready = ready && st == "ok"
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"maps"
 	"math/big"
 	"net/http/httptest"
 	"os"
@@ -448,76 +447,6 @@ func TestNewAuthenticatorFailsOnUnusableKeys(t *testing.T) {
 				t.Error("NewAuthenticator succeeded")
 			}
 		})
-	}
-}
-
-func TestParseJWKS(t *testing.T) {
-	k := testKeys()
-	good := jwksJSON(t, k)
-	var doc struct {
-		Keys []map[string]any `json:"keys"`
-	}
-	if err := json.Unmarshal(good, &doc); err != nil {
-		t.Fatal(err)
-	}
-	variant := func(i int, edit func(map[string]any)) []byte {
-		keys := make([]map[string]any, len(doc.Keys))
-		for j, m := range doc.Keys {
-			keys[j] = maps.Clone(m)
-		}
-		edit(keys[i])
-		return must(json.Marshal(map[string]any{"keys": keys}))
-	}
-
-	ks, err := ParseJWKS(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ks.algorithms(); !slices.Equal(got, []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "EdDSA"}) {
-		t.Errorf("algorithms = %v", got)
-	}
-	if _, ok := ks.Keys[0].Key.(*rsa.PublicKey); !ok {
-		t.Errorf("rsa key type %T", ks.Keys[0].Key)
-	}
-	if !(&ks.Keys[1]).Allows("ES256") || (&ks.Keys[1]).Allows("ES384") || (&ks.Keys[2]).Allows("HS256") {
-		t.Error("Allows does not follow key type and curve")
-	}
-
-	bad := []struct {
-		name string
-		data []byte
-		want string
-	}{
-		{"not JSON", []byte("{"), "invalid JSON"},
-		{"no keys", []byte(`{"keys":[]}`), "no signature verification keys"},
-		{"private RSA key", variant(0, func(m map[string]any) { m["d"] = b64u(k.rsa.D.Bytes()) }), "private"},
-		{"symmetric key", []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`), "symmetric"},
-		{"unknown kty", variant(0, func(m map[string]any) { m["kty"] = "XYZ" }), "unsupported kty"},
-		{"alg that does not fit", variant(1, func(m map[string]any) { m["alg"] = "RS256" }), "does not fit"},
-		{"weak RSA key", variant(0, func(m map[string]any) { m["n"] = b64u(append([]byte{0x80}, make([]byte, 127)...)) }), "too small"},
-		{"even RSA exponent", variant(0, func(m map[string]any) { m["e"] = b64u([]byte{4}) }), "exponent"},
-		{"EC point off the curve", variant(1, func(m map[string]any) { m["y"] = m["x"] }), "invalid EC point"},
-		{"unsupported curve", variant(1, func(m map[string]any) { m["crv"] = "secp256k1" }), "unsupported EC curve"},
-		{"short Ed25519 key", variant(2, func(m map[string]any) { m["x"] = b64u([]byte("short")) }), "32 bytes"},
-		{"duplicate kid", variant(2, func(m map[string]any) { m["kid"] = "rsa-1" }), "duplicate kid"},
-		{"bad base64", variant(2, func(m map[string]any) { m["x"] = "!!" }), "base64url"},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseJWKS(tt.data)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err = %v, want it to mention %q", err, tt.want)
-			}
-		})
-	}
-
-	onlyEnc := variant(0, func(m map[string]any) { m["use"] = "enc" })
-	ks, err = ParseJWKS(onlyEnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ks.Keys) != 2 || ks.Keys[0].KeyID != "ec-1" {
-		t.Errorf("encryption key not skipped: %+v", ks.Keys)
 	}
 }
 

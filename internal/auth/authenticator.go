@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/jwks"
 )
 
 const (
@@ -25,15 +28,21 @@ const (
 )
 
 // Authenticator verifies bearer credentials. Build it once with
-// NewAuthenticator; Authenticate is safe for concurrent use.
+// NewAuthenticator and Close it when done; Authenticate is safe for
+// concurrent use.
 type Authenticator struct {
-	secret  []byte   // HS256 key; nil when not configured
-	keys    *KeySet  // JWKS; nil when not configured
-	methods []string // JWS algorithms the configured keys verify
-	parser  *jwt.Parser
-	cache   *tokenCache // verified JWTs; nil disables
-	now     func() time.Time
-	leeway  time.Duration
+	secret []byte    // HS256 key; nil when not configured
+	keys   *jwks.Set // jwks_file, jwks_url or oidc_issuer; nil when none is configured
+	remote bool      // keys come from an identity provider
+	// idpIssuer is the "iss" that tokens verified by an OpenID Connect
+	// provider's keys must carry (auth.jwt.oidc_issuer, which its discovery
+	// document names); "" when none is configured.
+	idpIssuer string
+	methods   []string // JWS algorithms the configured keys verify
+	parser    *jwt.Parser
+	cache     *tokenCache // verified JWTs; nil disables
+	now       func() time.Time
+	leeway    time.Duration
 
 	tenantClaim, rolesClaim, groupsClaim string
 
@@ -47,6 +56,20 @@ type Option func(*options)
 type options struct {
 	now       func() time.Time
 	cacheSize int
+	log       *slog.Logger
+	client    *http.Client
+}
+
+// WithLogger sets where failed loads and refreshes of an identity
+// provider's keys are logged (default: nowhere).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// WithHTTPClient sets the client that fetches an identity provider's
+// discovery document and keys (default jwks.NewClient()).
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) { o.client = c }
 }
 
 // WithTokenCache sets how many verified JWTs are remembered (default
@@ -64,7 +87,12 @@ func WithClock(now func() time.Time) Option {
 // the HS256 secret file and the JWKS file when they are configured (call
 // EnsureHS256Secret first to create a dev secret), and fails if a key is
 // unusable or no credential kind is configured.
-func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error) {
+//
+// An identity provider (auth.jwt.jwks_url or oidc_issuer) never makes it
+// fail or wait: its keys load in the background, and until they have,
+// tokens that need them are refused (ReasonKeysNotLoaded) and KeyStatus
+// says so. Close stops the refreshing.
+func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err error) {
 	o := options{now: time.Now, cacheSize: defaultTokenCacheSize}
 	for _, opt := range opts {
 		opt(&o)
@@ -82,6 +110,11 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error
 	for name := range cfg.Tenants {
 		a.tenants[name] = struct{}{}
 	}
+	defer func() {
+		if err != nil {
+			a.Close() // a remote key set stops loading
+		}
+	}()
 
 	if j.HS256SecretFile != "" {
 		secret, err := ReadHS256Secret(j.HS256SecretFile)
@@ -91,13 +124,26 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error
 		a.secret = secret
 		a.methods = append(a.methods, jwt.SigningMethodHS256.Alg())
 	}
-	if j.JWKSFile != "" {
-		ks, err := LoadJWKS(j.JWKSFile)
+	switch {
+	case j.JWKSFile != "":
+		ks, err := jwks.LoadFile(j.JWKSFile)
 		if err != nil {
 			return nil, err
 		}
 		a.keys = ks
-		a.methods = append(a.methods, ks.algorithms()...)
+	case j.JWKSURL != "" || j.OIDCIssuer != "":
+		ks, err := jwks.NewRemote(jwks.RemoteOptions{
+			URL: j.JWKSURL, Issuer: j.OIDCIssuer,
+			Refresh: j.JWKSRefresh, UnknownKIDRefresh: j.JWKSUnknownKIDRefresh,
+			Client: o.client, Logger: o.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		a.keys, a.remote, a.idpIssuer = ks, true, j.OIDCIssuer
+	}
+	if a.keys != nil {
+		a.methods = append(a.methods, a.keys.Algorithms()...)
 	}
 	for i, k := range cfg.Auth.APIKeys {
 		d, err := hex.DecodeString(k.SHA256)
@@ -132,15 +178,39 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (*Authenticator, error
 	return a, nil
 }
 
+// Close stops refreshing an identity provider's keys. It is safe to call
+// more than once.
+func (a *Authenticator) Close() {
+	if a.keys != nil {
+		a.keys.Close()
+	}
+}
+
+// KeyStatus reports, for readiness checks, whether the identity provider's
+// keys have loaded: "ok", "keys not loaded", or "" when no identity
+// provider (auth.jwt.jwks_url, oidc_issuer) is configured.
+func (a *Authenticator) KeyStatus() string {
+	switch {
+	case !a.remote:
+		return ""
+	case a.keys.Loaded():
+		return "ok"
+	default:
+		return "keys not loaded"
+	}
+}
+
 // Authenticate verifies the request's Authorization header. Every failure
-// is an *Error matching ErrUnauthenticated.
+// is an *Error matching ErrUnauthenticated. A token whose kid the
+// identity provider's set does not hold may fetch the set again
+// (rate-limited) within the request's context.
 func (a *Authenticator) Authenticate(r *http.Request) (*Identity, error) {
 	values := r.Header.Values("Authorization")
 	switch len(values) {
 	case 0:
 		return nil, refuse(ReasonMissingCredentials, nil)
 	case 1:
-		return a.AuthenticateHeader(values[0])
+		return a.authenticateHeader(r.Context(), values[0])
 	default:
 		return nil, refuse(ReasonMalformedHeader, errors.New("several Authorization headers"))
 	}
@@ -150,6 +220,10 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Identity, error) {
 // exactly "Bearer <token>" (scheme case-insensitive, one space). A token of
 // three dot-separated segments is a JWT; anything else is an API key.
 func (a *Authenticator) AuthenticateHeader(value string) (*Identity, error) {
+	return a.authenticateHeader(context.Background(), value)
+}
+
+func (a *Authenticator) authenticateHeader(ctx context.Context, value string) (*Identity, error) {
 	if value == "" {
 		return nil, refuse(ReasonMissingCredentials, nil)
 	}
@@ -158,7 +232,7 @@ func (a *Authenticator) AuthenticateHeader(value string) (*Identity, error) {
 		return nil, err
 	}
 	if strings.Count(token, ".") == 2 {
-		return a.verifyJWT(token)
+		return a.verifyJWT(ctx, token)
 	}
 	return a.verifyAPIKey(token)
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto"
 	"sync"
 	"time"
 )
@@ -15,7 +16,10 @@ const defaultTokenCacheSize = 4096
 // is the whole compact token, signature included: the same string can only
 // carry the same verified claims. An entry is used only inside the token's
 // own validity window (exp and nbf, with the configured leeway), so expiry
-// is enforced exactly as on a miss. Failures are never cached.
+// is enforced exactly as on a miss, and, for a token verified by a key
+// set's key, only while the set still holds that key (the caller asks the
+// set), so a token never outlives its key's removal by the identity
+// provider. Failures are never cached.
 type tokenCache struct {
 	mu  sync.RWMutex
 	m   map[string]cachedToken
@@ -24,8 +28,10 @@ type tokenCache struct {
 
 type cachedToken struct {
 	id        *Identity
-	notBefore time.Time // zero: no nbf
-	expires   time.Time // exp is required, so never zero
+	notBefore time.Time        // zero: no nbf
+	expires   time.Time        // exp is required, so never zero
+	kid       string           // the kid the key was found under
+	key       crypto.PublicKey // the key set's key that verified it; nil for HS256
 }
 
 func newTokenCache(max int) *tokenCache {
@@ -35,19 +41,29 @@ func newTokenCache(max int) *tokenCache {
 	return &tokenCache{m: make(map[string]cachedToken), max: max}
 }
 
-// get returns the identity of a verified token still valid at now. The
+// get returns the entry of a verified token still valid at now. The
 // identity is shared: nothing downstream mutates an Identity.
-func (c *tokenCache) get(token string, now time.Time) (*Identity, bool) {
+func (c *tokenCache) get(token string, now time.Time) (cachedToken, bool) {
 	if c == nil {
-		return nil, false
+		return cachedToken{}, false
 	}
 	c.mu.RLock()
 	e, ok := c.m[token]
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.expires) || (!e.notBefore.IsZero() && now.Before(e.notBefore)) {
-		return nil, false
+		return cachedToken{}, false
 	}
-	return e.id, true
+	return e, true
+}
+
+// drop forgets a token.
+func (c *tokenCache) drop(token string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.m, token)
+	c.mu.Unlock()
 }
 
 // put remembers a verified token. When the cache is full, expired entries

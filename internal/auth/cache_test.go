@@ -91,8 +91,8 @@ func TestTokenCacheIsBounded(t *testing.T) {
 			t.Fatalf("after %d puts the cache holds %d entries", i+1, len(c.m))
 		}
 	}
-	if id, ok := c.get("e", now); !ok || id.Principal != "e" {
-		t.Fatalf("newest entry missing: %v %v", id, ok)
+	if e, ok := c.get("e", now); !ok || e.id.Principal != "e" {
+		t.Fatalf("newest entry missing: %v %v", e, ok)
 	}
 	if newTokenCache(0) != nil {
 		t.Fatal("size 0 must disable the cache")

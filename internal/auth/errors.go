@@ -17,6 +17,8 @@ const (
 	ReasonMalformedToken     Reason = "malformed token"
 	ReasonAlgorithm          Reason = "algorithm not allowed"
 	ReasonUnknownKey         Reason = "unknown key"
+	ReasonKeysNotLoaded      Reason = "keys not loaded" // the identity provider's keys have not loaded yet
+	ReasonCriticalHeader     Reason = "unsupported critical header"
 	ReasonBadSignature       Reason = "bad signature"
 	ReasonExpired            Reason = "expired"
 	ReasonNotYetValid        Reason = "not yet valid"

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/internal/jwks"
 )
 
 // maxSubjectBytes bounds the principal id that reaches policy and audit.
@@ -20,23 +24,56 @@ var registered = map[string]bool{
 	"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true,
 }
 
-var (
-	errUnknownKID  = errors.New("no key for the token's kid")
-	errAlgMismatch = errors.New("the key does not verify this alg")
-)
+var errAlgMismatch = errors.New("the key does not verify this alg")
 
-func (a *Authenticator) verifyJWT(token string) (*Identity, error) {
+// usedKey is the key set entry that verified a token: the token cache
+// asks the set whether it still holds it. key is nil for HS256.
+type usedKey struct {
+	kid string
+	key crypto.PublicKey
+}
+
+func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*Identity, error) {
 	if len(a.methods) == 0 {
 		return nil, refuse(ReasonAlgorithm, errors.New("no JWT keys configured"))
 	}
 	now := a.now()
-	if id, ok := a.cache.get(token, now); ok {
-		return id, nil
+	if e, ok := a.cache.get(token, now); ok {
+		if e.key == nil || a.keys.Holds(e.kid, e.key) {
+			return e.id, nil
+		}
+		// The provider no longer publishes the key that verified this
+		// token: verify it again, which refuses it.
+		a.cache.drop(token)
+	}
+	// Before any key is looked up (an unknown kid may fetch the key set):
+	// golang-jwt decodes with encoding/json, which keeps the last of
+	// duplicate members and knows nothing of crit.
+	if err := jwks.CheckCompact(token); err != nil {
+		if errors.Is(err, jwks.ErrCritical) {
+			return nil, refuse(ReasonCriticalHeader, err)
+		}
+		return nil, refuse(ReasonMalformedToken, err)
 	}
 	claims := jwt.MapClaims{}
-	tok, err := a.parser.ParseWithClaims(token, claims, a.keyFunc)
+	var used usedKey
+	tok, err := a.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		return a.keyFunc(ctx, t, &used)
+	})
 	if err != nil {
 		return nil, a.classify(tok, err)
+	}
+	if used.key != nil && a.idpIssuer != "" {
+		// The provider's keys vouch only for the issuer its discovery
+		// document names (HS256 tokens are the gateway's own and follow
+		// auth.jwt.issuer alone).
+		switch iss, _ := claims.GetIssuer(); iss {
+		case a.idpIssuer:
+		case "":
+			return nil, refuse(ReasonMissingClaim, errors.New("iss missing from a token of the identity provider"))
+		default:
+			return nil, refuse(ReasonBadIssuer, fmt.Errorf("iss %q is not the identity provider's %q", iss, a.idpIssuer))
+		}
 	}
 	id, err := a.identity(claims)
 	if err != nil {
@@ -44,8 +81,7 @@ func (a *Authenticator) verifyJWT(token string) (*Identity, error) {
 	}
 	// The parser required exp and checked both times with the leeway; the
 	// cache applies the same window to later uses of this token.
-	var e cachedToken
-	e.id = id
+	e := cachedToken{id: id, kid: used.kid, key: used.key}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		e.expires = exp.Add(a.leeway)
 	}
@@ -59,9 +95,10 @@ func (a *Authenticator) verifyJWT(token string) (*Identity, error) {
 }
 
 // keyFunc picks the verification key for a token whose alg already passed
-// the parser's allow-list. The HS256 secret is only ever returned for
-// HS256 and a JWKS key only for an alg that fits it.
-func (a *Authenticator) keyFunc(t *jwt.Token) (any, error) {
+// the parser's allow-list, and records it in used. The HS256 secret is
+// only ever returned for HS256 and a key set's key only for an alg that
+// fits it.
+func (a *Authenticator) keyFunc(ctx context.Context, t *jwt.Token, used *usedKey) (any, error) {
 	alg := t.Method.Alg()
 	if alg == jwt.SigningMethodHS256.Alg() {
 		if a.secret == nil {
@@ -72,24 +109,23 @@ func (a *Authenticator) keyFunc(t *jwt.Token) (any, error) {
 	if a.keys == nil {
 		return nil, errAlgMismatch
 	}
-	kid, _ := t.Header["kid"].(string)
-	k, ok := a.keys.lookup(kid)
-	if !ok {
-		return nil, fmt.Errorf("%w %q", errUnknownKID, kid)
+	kid, key, err := a.keys.Key(ctx, t)
+	if err != nil {
+		return nil, err
 	}
-	if !k.Allows(alg) {
-		return nil, fmt.Errorf("%w %q", errAlgMismatch, alg)
-	}
-	return k.Key, nil
+	*used = usedKey{kid: kid, key: key}
+	return key, nil
 }
 
 // classify turns a jwt parse error into a Reason.
 func (a *Authenticator) classify(t *jwt.Token, err error) error {
 	var r Reason
 	switch {
-	case errors.Is(err, errUnknownKID):
+	case errors.Is(err, jwks.ErrNotLoaded):
+		r = ReasonKeysNotLoaded
+	case errors.Is(err, jwks.ErrUnknownKey):
 		r = ReasonUnknownKey
-	case errors.Is(err, errAlgMismatch):
+	case errors.Is(err, errAlgMismatch), errors.Is(err, jwks.ErrAlgorithm):
 		r = ReasonAlgorithm
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		r = ReasonMalformedToken

@@ -118,6 +118,23 @@ type JWT struct {
 	RolesClaim      string        `yaml:"roles_claim"`  // default "roles"
 	GroupsClaim     string        `yaml:"groups_claim"` // default "groups"
 	Leeway          time.Duration `yaml:"leeway"`       // clock skew allowed, default 30s
+
+	// JWKSURL is an identity provider's JWK Set, fetched at start and
+	// refreshed (https, or http on a loopback host).
+	JWKSURL string `yaml:"jwks_url"`
+	// OIDCIssuer is an OpenID Connect issuer: its discovery document
+	// (<issuer>/.well-known/openid-configuration) must name exactly this
+	// issuer and gives the jwks_uri. Tokens verified by its keys must carry
+	// it as "iss". At most one of JWKSFile, JWKSURL and OIDCIssuer is set.
+	OIDCIssuer string `yaml:"oidc_issuer"`
+	// JWKSRefresh is how often a fetched key set is fetched again
+	// (default 5m).
+	JWKSRefresh time.Duration `yaml:"jwks_refresh"`
+	// JWKSUnknownKIDRefresh is the shortest time between two fetches
+	// caused by tokens naming a key id the set does not hold (default
+	// 10s), so that garbage tokens cannot make the gateway hammer the
+	// identity provider.
+	JWKSUnknownKIDRefresh time.Duration `yaml:"jwks_unknown_kid_refresh"`
 }
 
 // APIKey is a service principal. Only the SHA-256 of the key is stored.

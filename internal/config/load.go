@@ -96,6 +96,15 @@ func Load(file string) (*Config, error) {
 	return cfg, nil
 }
 
+// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
+const (
+	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
+	DefaultJWKSRefresh = 5 * time.Minute
+	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
+	// default.
+	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
+)
+
 // defaults returns a Config holding every default; decoding overlays the
 // file on top of it.
 func defaults() *Config {
@@ -116,6 +125,9 @@ func defaults() *Config {
 			RolesClaim:  DefaultRolesClaim,
 			GroupsClaim: DefaultGroupsClaim,
 			Leeway:      DefaultLeeway,
+
+			JWKSRefresh:           DefaultJWKSRefresh,
+			JWKSUnknownKIDRefresh: DefaultJWKSUnknownKIDRefresh,
 		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,

@@ -321,9 +321,10 @@ func within(path, dir string) bool {
 
 func (v *validator) auth(a Auth, tenants map[string]Tenant) {
 	j := a.JWT
-	if j.HS256SecretFile == "" && j.JWKSFile == "" && len(a.APIKeys) == 0 {
-		v.add("auth", "no credentials configured: set auth.jwt.hs256_secret_file, auth.jwt.jwks_file or auth.api_keys")
+	if j.HS256SecretFile == "" && j.JWKSFile == "" && j.JWKSURL == "" && j.OIDCIssuer == "" && len(a.APIKeys) == 0 {
+		v.add("auth", "no credentials configured: set auth.jwt.hs256_secret_file, auth.jwt.jwks_file, auth.jwt.jwks_url, auth.jwt.oidc_issuer or auth.api_keys")
 	}
+	v.identityProvider(j)
 	if j.HS256SecretFile != "" {
 		// Missing is fine: the gateway creates a dev secret on first start.
 		if fi, err := os.Stat(j.HS256SecretFile); err == nil && !fi.Mode().IsRegular() {

@@ -109,10 +109,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 			log.Info("created a development HS256 secret", "file", f)
 		}
 	}
-	authn, err := auth.NewAuthenticator(cfg)
+	authn, err := auth.NewAuthenticator(cfg, auth.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
+	g.closers = append(g.closers, func() error { authn.Close(); return nil })
 
 	// Tenants' workspaces, opened once.
 	envs := map[string]*tools.Env{}

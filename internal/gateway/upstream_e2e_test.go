@@ -135,6 +135,7 @@ func startWithUpstream(t *testing.T) (*harness, *fakeService) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(v.Close)
 	svc.mu.Lock()
 	svc.verifier = v
 	svc.mu.Unlock()
@@ -246,6 +247,7 @@ func TestUpstreamAssertionsCannotBeForgedReplayedOrKeptPastExpiry(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer later.Close()
 	if _, err := later.Verify(ctx, c.token, []byte(c.body)); !errors.Is(err, upstream.ErrInvalidAssertion) {
 		t.Errorf("expired assertion: err = %v", err)
 	}
@@ -262,6 +264,7 @@ func TestUpstreamAssertionsCannotBeForgedReplayedOrKeptPastExpiry(t *testing.T) 
 	}
 	// An assertion for another tool is refused too.
 	other, _ := upstream.NewVerifier(upstream.Options{JWKSURL: h.base + "/.well-known/jwks.json", Audience: "another-tool"})
+	defer other.Close()
 	if _, err := other.Verify(ctx, c.token, []byte(c.body)); !errors.Is(err, upstream.ErrInvalidAssertion) {
 		t.Errorf("assertion accepted by another tool: %v", err)
 	}

@@ -8,6 +8,7 @@
 //		Audience: "maintenance-window", // the tool's name
 //	})
 //	...
+//	defer v.Close() // stops refreshing the gateway's keys
 //	http.Handle("POST /maintenance-window", upstream.Handle(v,
 //		func(ctx context.Context, id *upstream.Identity, args Args) (any, error) {
 //			return "Sunday 02:00-02:30 UTC", nil

@@ -2,19 +2,16 @@ package upstream
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/internal/jwks"
 )
 
 // AssertionHeader is the request header that carries the gateway's
@@ -63,8 +60,10 @@ func (id *Identity) HasRole(role string) bool {
 // Options configure a Verifier. Exactly one of JWKSURL and JWKS is set.
 type Options struct {
 	// JWKSURL is the gateway's key set, GET /.well-known/jwks.json. It is
-	// fetched on first use, again when an assertion names an unknown key
-	// (a rotation), and at least every RefreshInterval.
+	// fetched when the Verifier is made (in the background: Verify waits
+	// for that first fetch), again when an assertion names an unknown key
+	// (a rotation; at most once per UnknownKeyRefetch), and every
+	// RefreshInterval. Close the Verifier to stop refreshing.
 	JWKSURL string
 	// JWKS is a fixed key set, for tests and services that ship keys.
 	JWKS []byte
@@ -75,28 +74,31 @@ type Options struct {
 	Issuer string
 	// Leeway tolerates clock skew; default 5s.
 	Leeway time.Duration
-	// HTTPClient fetches JWKSURL; default a client with a 10s timeout.
+	// HTTPClient fetches JWKSURL; default a client with a 10s timeout
+	// that never follows a redirect from https to http.
 	HTTPClient *http.Client
 	// RefreshInterval bounds how long fetched keys are trusted; default
-	// 5m. Unknown keys trigger a fetch at most every 10s.
+	// 5m.
 	RefreshInterval time.Duration
+	// UnknownKeyRefetch is the shortest time between two fetches caused
+	// by unknown key ids, so that a flood of forged kids cannot turn the
+	// service into a JWKS hammer; default 10s.
+	UnknownKeyRefetch time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
 
 // Verifier checks assertions. It is safe for concurrent use.
 type Verifier struct {
-	o       Options
-	mu      sync.Mutex
-	keys    map[string]ed25519.PublicKey
-	fetched time.Time // zero: never
+	o    Options
+	keys *jwks.Set
 }
 
-// minUnknownKeyRefetch rate-limits fetches caused by unknown key ids, so a
-// flood of forged kids cannot turn the service into a JWKS hammer.
+// minUnknownKeyRefetch is UnknownKeyRefetch's default.
 const minUnknownKeyRefetch = 10 * time.Second
 
-// NewVerifier returns a Verifier. A fixed JWKS is parsed here.
+// NewVerifier returns a Verifier. A fixed JWKS is parsed here; a JWKSURL
+// starts loading.
 func NewVerifier(o Options) (*Verifier, error) {
 	if o.Audience == "" {
 		return nil, errors.New("upstream: Options.Audience (the tool's name) is required")
@@ -110,25 +112,34 @@ func NewVerifier(o Options) (*Verifier, error) {
 	if o.Leeway == 0 {
 		o.Leeway = 5 * time.Second
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = 5 * time.Minute
+	}
+	if o.UnknownKeyRefetch <= 0 {
+		o.UnknownKeyRefetch = minUnknownKeyRefetch
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	v := &Verifier{o: o}
+	var err error
 	if o.JWKS != nil {
-		keys, err := parseJWKS(o.JWKS)
-		if err != nil {
-			return nil, err
-		}
-		v.keys = keys
+		v.keys, err = jwks.Parse(o.JWKS)
+	} else {
+		v.keys, err = jwks.NewRemote(jwks.RemoteOptions{
+			URL: o.JWKSURL, Client: o.HTTPClient,
+			Refresh: o.RefreshInterval, UnknownKIDRefresh: o.UnknownKeyRefetch,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	return v, nil
 }
+
+// Close stops refreshing a JWKSURL's keys. It is safe to call more than
+// once, and on a Verifier of a fixed JWKS.
+func (v *Verifier) Close() { v.keys.Close() }
 
 type claims struct {
 	jwt.RegisteredClaims
@@ -146,10 +157,16 @@ func (v *Verifier) Verify(ctx context.Context, token string, body []byte) (*Iden
 	if token == "" {
 		return nil, fmt.Errorf("%w: no %s header", ErrInvalidAssertion, AssertionHeader)
 	}
+	// Duplicate members and crit are refused before any key is looked up
+	// (golang-jwt decodes with encoding/json, which keeps the last of
+	// duplicate members and ignores crit).
+	if err := jwks.CheckCompact(token); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidAssertion, err)
+	}
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		return v.key(ctx, kid)
+		_, key, err := v.keys.Key(ctx, t)
+		return key, err
 	},
 		jwt.WithValidMethods([]string{"EdDSA"}),
 		jwt.WithIssuer(v.o.Issuer),
@@ -180,79 +197,4 @@ func (v *Verifier) Verify(ctx context.Context, token string, body []byte) (*Iden
 		id.Expires = c.ExpiresAt.Time
 	}
 	return id, nil
-}
-
-// key returns the public key named kid, fetching the key set when it is
-// stale or does not know kid.
-func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.o.JWKSURL != "" {
-		now := v.o.Now()
-		_, known := v.keys[kid]
-		stale := v.fetched.IsZero() || now.Sub(v.fetched) > v.o.RefreshInterval
-		if stale || !known && now.Sub(v.fetched) > minUnknownKeyRefetch {
-			keys, err := v.fetch(ctx)
-			if err != nil && v.keys == nil {
-				return nil, err
-			}
-			if err == nil {
-				v.keys = keys
-			}
-			v.fetched = now
-		}
-	}
-	k, ok := v.keys[kid]
-	if !ok {
-		return nil, fmt.Errorf("unknown key id %q", kid)
-	}
-	return k, nil
-}
-
-func (v *Verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.o.JWKSURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
-	resp, err := v.o.HTTPClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("jwks: status %d", resp.StatusCode)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
-	return parseJWKS(b)
-}
-
-// parseJWKS keeps the Ed25519 signing keys of a JWK set.
-func parseJWKS(b []byte) (map[string]ed25519.PublicKey, error) {
-	var set struct {
-		Keys []struct {
-			Kty string `json:"kty"`
-			Crv string `json:"crv"`
-			X   string `json:"x"`
-			Kid string `json:"kid"`
-			Use string `json:"use"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal(b, &set); err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
-	keys := map[string]ed25519.PublicKey{}
-	for _, k := range set.Keys {
-		if k.Kty != "OKP" || k.Crv != "Ed25519" || k.Kid == "" || (k.Use != "" && k.Use != "sig") {
-			continue
-		}
-		x, err := base64.RawURLEncoding.DecodeString(k.X)
-		if err != nil || len(x) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("jwks: key %q is not an Ed25519 public key", k.Kid)
-		}
-		keys[k.Kid] = ed25519.PublicKey(x)
-	}
-	return keys, nil
 }

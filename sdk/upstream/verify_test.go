@@ -2,7 +2,11 @@ package upstream_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/internal/jwks/jwkstest"
 	"github.com/toolgate/toolgate/sdk/upstream"
 	"github.com/toolgate/toolgate/sdk/upstream/upstreamtest"
 )
@@ -100,29 +107,70 @@ func TestVerifierFetchesRotatedKeys(t *testing.T) {
 		w.Write(*jwks.Load())
 	}))
 	defer srv.Close()
-	now := time.Now()
-	v, err := upstream.NewVerifier(upstream.Options{JWKSURL: srv.URL, Audience: "maintenance-window", Now: func() time.Time { return now }})
+	v, err := upstream.NewVerifier(upstream.Options{JWKSURL: srv.URL, Audience: "maintenance-window", UnknownKeyRefetch: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer v.Close()
 	if _, err := v.Verify(context.Background(), current.Sign(alice(), body), body); err != nil {
 		t.Fatal(err)
 	}
-	// The gateway rotates: a new key signs, and the set now holds it.
+	// The gateway rotates: a new key signs, and the set now holds it. The
+	// first assertion naming it fetches the set again.
 	next := upstreamtest.NewIssuer()
-	next.Now = func() time.Time { return now }
 	k2 := next.JWKS()
 	jwks.Store(&k2)
-	if _, err := v.Verify(context.Background(), next.Sign(alice(), body), body); err == nil {
-		t.Fatal("an unknown key was trusted before the refetch interval allowed a fetch")
-	}
-	now = now.Add(11 * time.Second)
-	next.Now = func() time.Time { return now }
 	if _, err := v.Verify(context.Background(), next.Sign(alice(), body), body); err != nil {
 		t.Fatalf("rotated key not fetched: %v", err)
 	}
 	if n := fetches.Load(); n != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2", n)
+	}
+	// Forged key ids within UnknownKeyRefetch fetch nothing more.
+	for range 50 {
+		if _, err := v.Verify(context.Background(), upstreamtest.NewIssuer().Sign(alice(), body), body); !errors.Is(err, upstream.ErrInvalidAssertion) {
+			t.Fatalf("forged key: %v", err)
+		}
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Fatalf("JWKS fetched %d times after forged key ids, want still 2", n)
+	}
+}
+
+// Assertions a lenient decoder would take, correctly signed: a crit
+// header, a duplicated claim. The control shows the rest is valid.
+func TestVerifyRefusesCritAndDuplicateClaims(t *testing.T) {
+	k := jwkstest.NewKey("k1", "EdDSA")
+	set, _ := json.Marshal(map[string]any{"keys": []any{k.JWK()}})
+	v, err := upstream.NewVerifier(upstream.Options{JWKS: set, Audience: "maintenance-window"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	now := time.Now().Unix()
+	claims := fmt.Sprintf(`"iss":"toolgate","aud":"maintenance-window","sub":"alice","call_id":"c-1","request_digest":"sha256:doc","args_digest":"sha256:%x","iat":%d,"exp":%d}`,
+		sum, now, now+60)
+	seg := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	signed := func(header, payload string) string {
+		in := seg(header) + "." + seg(payload)
+		sig, err := jwt.SigningMethodEdDSA.Sign(in, k.Private())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in + "." + base64.RawURLEncoding.EncodeToString(sig)
+	}
+	const hdr = `{"alg":"EdDSA","kid":"k1"}`
+	if _, err := v.Verify(context.Background(), signed(hdr, `{"tenant":"acme",`+claims), body); err != nil {
+		t.Fatalf("control refused: %v", err)
+	}
+	for name, tok := range map[string]string{
+		"crit":             signed(`{"alg":"EdDSA","kid":"k1","crit":["x-bind"],"x-bind":1}`, `{"tenant":"acme",`+claims),
+		"duplicate tenant": signed(hdr, `{"tenant":"globex","tenant":"acme",`+claims),
+		"duplicate kid":    signed(`{"alg":"EdDSA","kid":"other","kid":"k1"}`, `{"tenant":"acme",`+claims),
+	} {
+		if _, err := v.Verify(context.Background(), tok, body); !errors.Is(err, upstream.ErrInvalidAssertion) {
+			t.Errorf("%s: Verify = %v, want ErrInvalidAssertion", name, err)
+		}
 	}
 }
 
