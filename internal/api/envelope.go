@@ -51,6 +51,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *reque
 		return nil, unsupportedMediaType()
 	}
 	if r.ContentLength > max {
+		w.Header().Set("Connection", "close") // the body is never read
 		return nil, tooLarge(max)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
