@@ -166,6 +166,36 @@ func TestStrictDecodingRefusesTypos(t *testing.T) {
 	}
 }
 
+// The same holds for the shipped files: a typo slipped into any of them
+// fails to decode.
+func TestATypoInAShippedManifestFails(t *testing.T) {
+	for file, typo := range map[string][2]string{
+		"deployment.yaml":     {"readinessProbe:", "readinesProbe:"},
+		"service.yaml":        {"targetPort:", "targetport:"},
+		"pdb.yaml":            {"maxUnavailable:", "maxUnavailble:"},
+		"configmap.yaml":      {"data:", "dat:"},
+		"pvc.yaml":            {"accessModes:", "accesModes:"},
+		"secret.example.yaml": {"stringData:", "stringdata:"},
+	} {
+		data, err := os.ReadFile(filepath.Join(k8sDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(typo[0])) {
+			t.Fatalf("%s has no %s", file, typo[0])
+		}
+		bad := bytes.Replace(data, []byte(typo[0]), []byte(typo[1]), 1)
+		m := manifests{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}}
+		failed := false
+		for _, doc := range splitYAML(bad) {
+			failed = failed || m.add(doc) != nil
+		}
+		if !failed {
+			t.Errorf("%s with %s misspelt %s decoded", file, typo[0], typo[1])
+		}
+	}
+}
+
 func TestKubernetesManifestsDecodeStrictlyAndAreComplete(t *testing.T) {
 	m := loadManifests(t)
 	if len(m.deployments) != 1 || len(m.services) != 1 || len(m.pdbs) != 1 || len(m.namespaces) != 1 {

@@ -455,3 +455,39 @@ func TestRateLimitAndConflictAreTyped(t *testing.T) {
 		t.Fatalf("409: %v", err)
 	}
 }
+
+// An export the gateway ended with its error line is ErrExportInterrupted
+// after the lines before it; a line that is not an event is an error, not
+// a silently empty event. A stand-in server streams what the gateway
+// streams when its store fails mid-export.
+func TestExportEndsWithTheGatewaysErrorLine(t *testing.T) {
+	lines := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, lines)
+	}))
+	defer srv.Close()
+	c, _ := client.New(srv.URL, "t")
+	ev := `{"id":"e-1","time":"2026-12-03T08:00:00.000Z","tenant":"acme","phase":"decision","outcome":"allow","hash":"sha256:00"}` + "\n"
+	var got []string
+	lines = ev + ev + `{"error":{"code":"unavailable","message":"export interrupted"}}` + "\n"
+	err := c.ExportEvents(context.Background(), time.Time{}, time.Time{}, func(e *client.AuditEvent) error {
+		got = append(got, e.ID)
+		return nil
+	})
+	if !errors.Is(err, client.ErrExportInterrupted) || len(got) != 2 {
+		t.Fatalf("interrupted export: %v after %v", err, got)
+	}
+	for _, bad := range []string{"not json\n", `{"id":1}` + "\n", `[1]` + "\n"} {
+		lines = bad
+		if err := c.ExportEvents(context.Background(), time.Time{}, time.Time{}, func(*client.AuditEvent) error { return nil }); err == nil {
+			t.Errorf("garbage line %q decoded without error", bad)
+		}
+	}
+	stop := errors.New("stop")
+	lines = ev + ev
+	n := 0
+	if err := c.ExportEvents(context.Background(), time.Time{}, time.Time{}, func(*client.AuditEvent) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("fn's error: %v after %d", err, n)
+	}
+}
