@@ -13,15 +13,11 @@ import (
 )
 
 // fakeGateway stands in for a gateway whose upstream tool declared a
-// permanent failure (the other examples run a real gateway).
+// permanent failure, which needs an upstream service to show for real
+// (internal/gateway's TestSDKClientDrivesTheGateway does); the other
+// examples run a real gateway.
 func fakeGateway() *httptest.Server {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/tools", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"tools":[{"name":"maintenance-window","description":"Find a service's next maintenance window.","input_schema":{"type":"object"}}]}`)
-	})
-	mux.HandleFunc("POST /v1/tools/maintenance-window/calls", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"call_id":"c-1","decision_id":"d-1","outcome":"ok","content":"checkout: Sunday 02:00-02:30 UTC","is_error":false}`)
-	})
 	mux.HandleFunc("POST /v1/tools/decommission/calls", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusFailedDependency)
 		fmt.Fprint(w, `{"error":{"code":"permanent_failure","message":"the tool reported a permanent failure; end the run rather than retry","call_id":"c-2","decision_id":"d-2"}}`)
