@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/pipeline"
@@ -24,26 +25,7 @@ const maxComment = 1000
 
 // approvalView is an approval as approvers see it: the masked request
 // document, never the stored unmasked one.
-type approvalView struct {
-	ID             string         `json:"id"`
-	CallID         string         `json:"call_id"`
-	DecisionID     string         `json:"decision_id"`
-	SessionID      string         `json:"session_id"`
-	Tool           string         `json:"tool"`
-	Action         string         `json:"action"`
-	Principal      string         `json:"principal"`
-	Status         string         `json:"status"`
-	Outcome        string         `json:"outcome,omitempty"`
-	Reasons        []string       `json:"reasons"`
-	RequestDigest  string         `json:"request_digest"`
-	PolicyRevision string         `json:"policy_revision"`
-	Input          map[string]any `json:"input"`
-	CreatedAt      string         `json:"created_at"`
-	ExpiresAt      string         `json:"expires_at"`
-	DecidedBy      string         `json:"decided_by,omitempty"`
-	DecidedAt      string         `json:"decided_at,omitempty"`
-	Comment        string         `json:"comment,omitempty"`
-}
+type approvalView = apiv1.Approval
 
 func viewOf(a *approval.Approval) approvalView {
 	v := approvalView{
@@ -102,11 +84,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.writeApprovalError(w, err)
 		return
 	}
-	out := make([]approvalView, 0, len(l))
+	out := apiv1.ApprovalList{Approvals: make([]approvalView, 0, len(l))}
 	for _, a := range l {
-		out = append(out, viewOf(a))
+		out.Approvals = append(out.Approvals, viewOf(a))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -152,9 +134,7 @@ func decodeComment(body []byte) (string, *requestError) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return "", nil
 	}
-	var in struct {
-		Comment string `json:"comment"`
-	}
+	var in apiv1.ApprovalStep
 	if err := json.Unmarshal(body, &in, json.RejectUnknownMembers(true)); err != nil {
 		return "", badRequest("body must be a JSON object with an optional string member \"comment\"")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if events == nil {
 		events = []*audit.Event{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events, "next_cursor": page.NextCursor})
+	writeJSON(w, http.StatusOK, apiv1.AuditEventPage{Events: events, NextCursor: page.NextCursor})
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {

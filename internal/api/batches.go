@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
@@ -24,18 +25,22 @@ type batchEnvelope struct {
 
 // batchFailure is the result entry of the call whose permanent failure
 // canceled its batch: it has no outcome, only the error it met.
-type batchFailure struct {
-	CallID     string      `json:"call_id"`
-	DecisionID string      `json:"decision_id"`
-	Error      errorDetail `json:"error"`
-}
+type batchFailure = apiv1.BatchFailure
 
 // batchErrorBody answers a batch that a permanent failure canceled: the
 // error, as a single call would have met it, plus what became of each call
-// (some may have finished, some may have been running).
+// (some may have finished, some may have been running). Its entries are
+// apiv1.CallResponse, DecisionResponse or BatchFailure values; clients
+// decode the whole as apiv1.BatchResponse.
 type batchErrorBody struct {
 	Error   errorDetail `json:"error"`
 	Results []any       `json:"results,omitempty"`
+}
+
+// batchResults is a batch's 200 answer (apiv1.BatchResponse without
+// error).
+type batchResults struct {
+	Results []any `json:"results"`
 }
 
 func (s *Server) callBatch(w http.ResponseWriter, r *http.Request)   { s.batch(w, r, true) }
@@ -70,7 +75,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, run bool) {
 		}
 	}
 	if out.Err == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"results": results})
+		writeJSON(w, http.StatusOK, batchResults{Results: results})
 		return
 	}
 	// The batch answers with the initiating failure's status, never with a

@@ -2,12 +2,12 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -35,23 +35,59 @@ func badRequest(format string, a ...any) *requestError {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
-// readBody reads a capped body. An oversized body is 413.
+// readBody reads a capped request body, however it is framed
+// (Content-Length or chunked). The rules, in order:
+//
+//   - a Content-Type other than application/json (parameters allowed, but a
+//     charset must be utf-8) is 415 unsupported_media_type, before any byte
+//     of the body is read;
+//   - a body longer than max is 413 too_large, also when it is chunked and
+//     no length was announced (the read stops at max+1 bytes);
+//   - a non-empty body with no Content-Type at all is 415; an empty body
+//     without one is the route's to judge (approve and deny take none).
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *requestError) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return nil, badRequest("content type must be application/json")
-		}
+	ct := r.Header.Get("Content-Type")
+	if ct != "" && !isJSONMediaType(ct) {
+		return nil, unsupportedMediaType()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if r.ContentLength > max {
+		w.Header().Set("Connection", "close") // the body is never read
+		return nil, tooLarge(max)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &requestError{http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", max)}
-		}
 		return nil, badRequest("could not read the request body")
 	}
+	if int64(len(body)) > max {
+		// Whatever the framing: the connection is closed after the
+		// answer, so the rest of the body is never read.
+		w.Header().Set("Connection", "close")
+		return nil, tooLarge(max)
+	}
+	if ct == "" && len(body) > 0 {
+		return nil, unsupportedMediaType()
+	}
 	return body, nil
+}
+
+// isJSONMediaType reports whether a Content-Type names JSON: the media type
+// application/json (case-insensitive), with no charset parameter or
+// charset utf-8 (RFC 8259 §8.1: JSON exchanged between systems is UTF-8).
+func isJSONMediaType(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+func unsupportedMediaType() *requestError {
+	return &requestError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the request body must be JSON: send Content-Type: application/json"}
+}
+
+func tooLarge(max int64) *requestError {
+	return &requestError{http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", max)}
 }
 
 // decodeCallEnvelope decodes the envelope once, strictly: a JSON object

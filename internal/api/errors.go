@@ -6,37 +6,32 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
-// Error codes of the {"error":{"code","message"}} body (CONTRACT §4).
+// Error codes of the {"error":{"code","message"}} body (CONTRACT §4),
+// from the API's wire types.
 const (
-	CodeUnauthenticated  = "unauthenticated"
-	CodeForbidden        = "forbidden"
-	CodeInvalidRequest   = "invalid_request"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeTooLarge         = "too_large"
-	CodeRateLimited      = "rate_limited"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
+	CodeUnauthenticated      = apiv1.CodeUnauthenticated
+	CodeForbidden            = apiv1.CodeForbidden
+	CodeInvalidRequest       = apiv1.CodeInvalidRequest
+	CodeNotFound             = apiv1.CodeNotFound
+	CodeMethodNotAllowed     = apiv1.CodeMethodNotAllowed
+	CodeTooLarge             = apiv1.CodeTooLarge
+	CodeUnsupportedMediaType = apiv1.CodeUnsupportedMediaType
+	CodeRateLimited          = apiv1.CodeRateLimited
+	CodeUnavailable          = apiv1.CodeUnavailable
+	CodeInternal             = apiv1.CodeInternal
 	// CodePermanentFailure (424): the tool ran and declared a permanent
 	// failure; the platform should end the run rather than retry.
-	CodePermanentFailure = "permanent_failure"
+	CodePermanentFailure = apiv1.CodePermanentFailure
 )
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// CallID and DecisionID name the audited call a permanent failure
-	// belongs to.
-	CallID     string `json:"call_id,omitempty"`
-	DecisionID string `json:"decision_id,omitempty"`
-}
+type (
+	errorBody   = apiv1.ErrorBody
+	errorDetail = apiv1.ErrorDetail
+)
 
 // writeError writes a failure that is not a tool result. message must be
 // safe for any caller: no internal detail.

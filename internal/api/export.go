@@ -9,13 +9,14 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 )
 
 // Export formats (GET /v1/audit/export?format=).
 const (
-	ExportNDJSON = "ndjson"
-	ExportOPA    = "opa"
+	ExportNDJSON = apiv1.ExportNDJSON
+	ExportOPA    = apiv1.ExportOPA
 )
 
 // exportInterrupted is the last line of an export that failed after its

@@ -1,26 +1,16 @@
 package api
 
 import (
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"net/http"
 	"time"
 )
 
-type policyModule struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-}
-
-type policyResponse struct {
-	Revision  string         `json:"revision"`
-	LoadedAt  string         `json:"loaded_at"`
-	Modules   []policyModule `json:"modules"`
-	LastError *policyError   `json:"last_error,omitempty"`
-}
-
-type policyError struct {
-	Message string `json:"message"`
-	At      string `json:"at"`
-}
+type (
+	policyModule   = apiv1.PolicyModule
+	policyResponse = apiv1.PolicyInfo
+	policyError    = apiv1.PolicyError
+)
 
 // policy answers GET /v1/policy: the revision serving now, its modules, and
 // the last failed reload if it has not been fixed since.

@@ -5,47 +5,18 @@ import (
 	"net/http"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
-// evalBody is the body of POST /v1/policy/eval: a request document
-// ("input") or a would-be call (tool, arguments, principal).
-type evalBody struct {
-	Input     map[string]any `json:"input"`
-	Tool      string         `json:"tool"`
-	Arguments jsontext.Value `json:"arguments"`
-	Principal *struct {
-		ID     string         `json:"id"`
-		Roles  []string       `json:"roles"`
-		Groups []string       `json:"groups"`
-		Claims map[string]any `json:"claims"`
-	} `json:"principal"`
-	SessionID string `json:"session_id"`
-	Explain   string `json:"explain"`
-}
-
-type firedRule struct {
-	Rule     string `json:"rule"`
-	Location string `json:"location"`
-	Title    string `json:"title,omitempty"`
-}
-
-type evalResponse struct {
-	Revision    string         `json:"revision"`
-	Outcome     string         `json:"outcome"`
-	Available   bool           `json:"available"`
-	Reasons     []string       `json:"reasons"`
-	Message     string         `json:"message,omitempty"`
-	Decision    any            `json:"decision,omitempty"`
-	Rules       []firedRule    `json:"rules"`
-	Input       map[string]any `json:"input,omitempty"`
-	Problems    []any          `json:"problems,omitempty"`
-	Explanation []string       `json:"explanation,omitempty"`
-}
+type (
+	evalBody     = apiv1.PolicyEvalRequest
+	firedRule    = apiv1.FiredRule
+	evalResponse = apiv1.PolicyEvalResponse
+)
 
 // evalPolicy answers POST /v1/policy/eval (policy-admin): what the current
 // revision decides, with no effect and no audit event; the evaluation is

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) eventProof(w http.ResponseWriter, r *http.Request) {
 		s.proofError(w, "inclusion proof", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, proof)
+	writeJSON(w, http.StatusOK, apiv1.InclusionProof(proof))
 }
 
 // consistency answers GET /v1/audit/consistency?from=M&to=N.
@@ -168,29 +169,23 @@ func (s *Server) consistency(w http.ResponseWriter, r *http.Request) {
 		s.proofError(w, "consistency proof", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, proof)
+	writeJSON(w, http.StatusOK, apiv1.ConsistencyProof(proof))
 }
 
 // verifyCheckpoint answers POST /v1/audit/verify {"checkpoint": NOTE}.
 func (s *Server) verifyCheckpoint(w http.ResponseWriter, r *http.Request) {
-	p := s.proverOr503(w)
-	if p == nil {
+	body, rerr := readBody(w, r, maxCheckpointBytes)
+	if rerr != nil {
+		writeError(w, rerr.status, rerr.code, rerr.message)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "the body could not be read")
-		return
-	}
-	if len(body) > maxCheckpointBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the body is larger than a checkpoint")
-		return
-	}
-	var req struct {
-		Checkpoint string `json:"checkpoint"`
-	}
+	var req apiv1.VerifyRequest
 	if err := json.Unmarshal(body, &req, json.RejectUnknownMembers(true)); err != nil || req.Checkpoint == "" {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, `the body must be {"checkpoint": "<signed note>"}`)
+		return
+	}
+	p := s.proverOr503(w)
+	if p == nil {
 		return
 	}
 	res, err := p.VerifyCheckpoint(r.Context(), identity(r).Tenant, []byte(req.Checkpoint))

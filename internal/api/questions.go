@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/pipeline"
@@ -19,14 +21,7 @@ import (
 const maxAnswer = 4000
 
 // questionView is a question as its answerer sees it after answering.
-type questionView struct {
-	ID         string `json:"id"`
-	CallID     string `json:"call_id"`
-	Status     string `json:"status"`
-	AnsweredBy string `json:"answered_by"`
-	AnsweredAt string `json:"answered_at"`
-	ExpiresAt  string `json:"expires_at"`
-}
+type questionView = apiv1.Question
 
 // answerQuestion answers POST /v1/questions/{id}/answer {"answer": "..."}.
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
@@ -59,16 +54,14 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 
 // decodeAnswer reads {"answer": "..."} strictly.
 func decodeAnswer(body []byte) (string, *requestError) {
-	var in struct {
-		Answer *string `json:"answer"`
-	}
-	if err := json.Unmarshal(body, &in, json.RejectUnknownMembers(true)); err != nil || in.Answer == nil {
+	var in apiv1.AnswerRequest
+	if err := json.Unmarshal(body, &in, json.RejectUnknownMembers(true)); err != nil || !hasMember(body, "answer") {
 		return "", badRequest("body must be a JSON object with one string member \"answer\"")
 	}
-	if a := *in.Answer; a == "" || len(a) > maxAnswer || !utf8.ValidString(a) {
+	if a := in.Answer; a == "" || len(a) > maxAnswer || !utf8.ValidString(a) {
 		return "", badRequest("answer must be 1 to %d bytes of UTF-8", maxAnswer)
 	}
-	return *in.Answer, nil
+	return in.Answer, nil
 }
 
 // callStatus answers GET /v1/calls/{call_id}?wait=: the original caller
@@ -101,14 +94,14 @@ func (s *Server) callStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := st.Approval
-	body := map[string]any{
-		"call_id": a.CallID, "approval_id": a.ID, "outcome": pipeline.CallOutcome(a),
-		"expires_at": audit.FormatTime(a.ExpiresAt),
+	body := apiv1.CallStatus{
+		CallID: a.CallID, ApprovalID: a.ID, Outcome: pipeline.CallOutcome(a),
+		ExpiresAt: audit.FormatTime(a.ExpiresAt),
 	}
 	if a.Result != nil {
-		body["content"], body["is_error"] = a.Result.Content, a.Result.IsError
+		body.Content, body.IsError = &a.Result.Content, &a.Result.IsError
 		if len(a.Result.Data) > 0 {
-			body["data"] = a.Result.Data
+			body.Data = a.Result.Data
 		}
 	}
 	writeJSON(w, http.StatusOK, body)
@@ -116,16 +109,28 @@ func (s *Server) callStatus(w http.ResponseWriter, r *http.Request) {
 
 // questionStatus is a polled ask-user call: pending, or ok with the
 // answer as content.
-func questionStatus(q *approval.Question) map[string]any {
-	body := map[string]any{
-		"call_id": q.CallID, "question_id": q.ID, "outcome": pipeline.OutcomePending,
-		"expires_at": audit.FormatTime(q.ExpiresAt),
+func questionStatus(q *approval.Question) apiv1.CallStatus {
+	body := apiv1.CallStatus{
+		CallID: q.CallID, QuestionID: q.ID, Outcome: pipeline.OutcomePending,
+		ExpiresAt: audit.FormatTime(q.ExpiresAt),
 	}
 	if q.Status == approval.QuestionAnswered {
-		body["outcome"], body["content"], body["is_error"] = "ok", q.Answer, false
-		body["data"] = map[string]any{"answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
+		answer, isError := q.Answer, false
+		body.Outcome, body.Content, body.IsError = "ok", &answer, &isError
+		body.Data = map[string]any{"answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
 	}
 	return body
+}
+
+// hasMember reports whether the JSON object body has a member name (so
+// that an absent required string is told from an empty one).
+func hasMember(body []byte, name string) bool {
+	var m map[string]jsontext.Value
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	_, ok := m[name]
+	return ok
 }
 
 // parseWait reads a Go duration ("30s", "1m") or whole seconds ("30").

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -93,7 +94,10 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		if allow := allowedMethods(r, req.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow) // RFC 9110 §15.5.6
+		}
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route")
 	})
 
@@ -140,6 +144,18 @@ func (s *Server) Handler() http.Handler {
 		})
 	})
 	return r
+}
+
+// allowedMethods lists the methods routes answers on path, for the Allow
+// header of a 405.
+func allowedMethods(routes chi.Routes, path string) string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

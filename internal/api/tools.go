@@ -6,31 +6,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json/jsontext"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
-type toolInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	InputSchema jsontext.Value `json:"input_schema"`
-}
-
-type callResponse struct {
-	CallID     string         `json:"call_id"`
-	DecisionID string         `json:"decision_id"`
-	Outcome    string         `json:"outcome"`
-	Content    string         `json:"content"`
-	IsError    bool           `json:"is_error"`
-	Data       map[string]any `json:"data,omitempty"`
-}
-
-type decisionResponse struct {
-	CallID        string `json:"call_id"`
-	DecisionID    string `json:"decision_id"`
-	Outcome       string `json:"outcome"`
-	Content       string `json:"content"`
-	RequestDigest string `json:"request_digest,omitempty"`
-}
+type (
+	callResponse     = apiv1.CallResponse
+	decisionResponse = apiv1.DecisionResponse
+)
 
 // listTools answers GET /v1/tools: only what availability offers this
 // caller, in declaration order, with the schema that prepare enforces.
@@ -45,11 +28,11 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		writePipelineError(w, err)
 		return
 	}
-	out := make([]toolInfo, 0, len(specs))
+	out := apiv1.ToolList{Tools: make([]apiv1.Tool, 0, len(specs))}
 	for _, sp := range specs {
-		out = append(out, toolInfo{Name: sp.Name, Description: sp.Description, InputSchema: jsontext.Value(sp.InputSchema)})
+		out.Tools = append(out.Tools, apiv1.Tool{Name: sp.Name, Description: sp.Description, InputSchema: jsontext.Value(sp.InputSchema)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {

@@ -6,7 +6,7 @@ import (
 
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
-// struct (client, obligations, result, approval, question and shadow when empty; nil slices and maps
+// struct (client, obligations, decision, result, approval, question and shadow when empty; nil slices and maps
 // as [] and {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
@@ -82,6 +82,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 	str(`"chain":`, ev.Chain)
 	if ev.Client != "" {
 		str(`"client":`, ev.Client)
+	}
+	if ev.Decision != nil {
+		val(`"decision":`, ev.Decision)
 	}
 	str(`"decision_id":`, ev.DecisionID)
 	if ev.DurationsUS == nil {

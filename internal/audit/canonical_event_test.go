@@ -31,12 +31,17 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 		"obligations": func(e *Event) {
 			e.Obligations = map[string]any{"timeout_ms": 5000.0, "exclude_paths": []any{"secrets/**"}}
 		},
-		"result":            func(e *Event) { e.Phase, e.Result = PhaseResult, &ResultInfo{Bytes: 42, Truncated: true} },
-		"result with error": func(e *Event) { e.Result = &ResultInfo{IsError: true, Error: "open x: \u0001 denied"} },
-		"question asked":    func(e *Event) { e.Question = &QuestionInfo{ID: "q-1", ExpiresAt: "2026-12-02T18:00:00.000Z"} },
-		"question answered": func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
-		"chained":           func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
-		"controls":          func(e *Event) { e.Principal = "a\u2028b\x7f" },
+		"decision object": func(e *Event) {
+			e.Decision = map[string]any{"allow": true, "approval_required": false, "reasons": []any{"r"},
+				"obligations": map[string]any{"timeout_ms": int64(30000), "f": 0.5}, "message": "m"}
+		},
+		"availability refused": func(e *Event) { e.Outcome, e.Decision = "unavailable", false },
+		"result":               func(e *Event) { e.Phase, e.Result = PhaseResult, &ResultInfo{Bytes: 42, Truncated: true} },
+		"result with error":    func(e *Event) { e.Result = &ResultInfo{IsError: true, Error: "open x: \u0001 denied"} },
+		"question asked":       func(e *Event) { e.Question = &QuestionInfo{ID: "q-1", ExpiresAt: "2026-12-02T18:00:00.000Z"} },
+		"question answered":    func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
+		"chained":              func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
+		"controls":             func(e *Event) { e.Principal = "a\u2028b\x7f" },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -113,6 +118,8 @@ func fill(t *testing.T, v reflect.Value) {
 			f.Set(p)
 		case reflect.Struct:
 			fill(t, f)
+		case reflect.Interface:
+			f.Set(reflect.ValueOf(map[string]any{"allow": true, "n": int64(30000)}))
 		default:
 			t.Fatalf("fill: field %s of kind %s: teach this test about it", v.Type().Field(i).Name, f.Kind())
 		}

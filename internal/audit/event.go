@@ -17,98 +17,36 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // Phases of an event.
 const (
-	PhaseDecision = "decision" // written before any effect
-	PhaseResult   = "result"   // written after the tool ran
+	PhaseDecision = apiv1.PhaseDecision // written before any effect
+	PhaseResult   = apiv1.PhaseResult   // written after the tool ran
 	// PhaseApproval records a human's step on a held call (approved,
 	// denied) or its expiry.
-	PhaseApproval = "approval"
+	PhaseApproval = apiv1.PhaseApproval
 	// PhaseQuestion records a step on an ask-user question: its answer
 	// (answered) or its expiry (expired).
-	PhaseQuestion = "question"
+	PhaseQuestion = apiv1.PhaseQuestion
 )
 
-// Event is one audit record. Its JSON form is the contract's event shape.
-type Event struct {
-	ID             string           `json:"id"`
-	Time           string           `json:"time"` // RFC 3339, UTC, millisecond precision
-	Tenant         string           `json:"tenant"`
-	Principal      string           `json:"principal"`
-	Client         string           `json:"client,omitempty"`
-	CallID         string           `json:"call_id"`
-	DecisionID     string           `json:"decision_id"`
-	SessionID      string           `json:"session_id"`
-	Tool           string           `json:"tool"`
-	Action         string           `json:"action"`
-	Phase          string           `json:"phase"`
-	Outcome        string           `json:"outcome"`
-	Reasons        []string         `json:"reasons"`
-	PolicyRevision string           `json:"policy_revision"`
-	RequestDigest  string           `json:"request_digest"`
-	Input          map[string]any   `json:"input"` // masked request document
-	Obligations    map[string]any   `json:"obligations,omitempty"`
-	Result         *ResultInfo      `json:"result,omitempty"`
-	DurationsUS    map[string]int64 `json:"durations_us"`
-	// Approval links the events of a call held for a human.
-	Approval *ApprovalInfo `json:"approval,omitempty"`
-	// Question links the events of an ask-user call and its answer.
-	Question *QuestionInfo `json:"question,omitempty"`
-	// Shadow is what the shadow policy would have decided.
-	Shadow *ShadowInfo `json:"shadow,omitempty"`
-	// Chain, Seq and PrevHash are the hash chain of events written before
-	// the Merkle tree (chain segment, position from 1, predecessor's
-	// hash); they still verify. Events written since have "", 0 and "":
-	// the tenant's tree orders them (LogIndex).
-	Chain    string `json:"chain"`
-	Seq      int64  `json:"seq"`
-	PrevHash string `json:"prev_hash"`
-	Hash     string `json:"hash"`
-	// LogIndex is the event's position in its tenant's Merkle tree, set
-	// once the event is integrated (normally within a second of its
-	// commit). It is not part of the hashed content.
-	LogIndex *int64 `json:"log_index,omitempty"`
-}
+// Event is one audit record. It is the API's wire type (api/v1), so that
+// what the gateway hashes, what it answers and what the SDK decodes are one
+// type: a new member is one field of apiv1.AuditEvent (and one line of
+// canonicalEventInto, which TestCanonicalEventCoversEveryField enforces).
+type Event = apiv1.AuditEvent
 
-// ResultInfo summarizes what a tool returned. Error is an internal
-// diagnostic for auditors; it never reaches a model-facing response.
-type ResultInfo struct {
-	IsError   bool   `json:"is_error"`
-	Bytes     int    `json:"bytes"`
-	Truncated bool   `json:"truncated"`
-	Error     string `json:"error,omitempty"`
-}
-
-// ApprovalInfo ties an event to a held call: its approval id, when it
-// expires (on the event that held it), and who approved or denied it.
-type ApprovalInfo struct {
-	ID        string `json:"id"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-	By        string `json:"by,omitempty"`
-	Comment   string `json:"comment,omitempty"`
-}
-
-// QuestionInfo ties an event to an ask-user question: its id, when it
-// expires (on the event that asked it), and who answered it. The answer's
-// text is not logged, only its size (result.bytes).
-type QuestionInfo struct {
-	ID        string `json:"id"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-	By        string `json:"by,omitempty"`
-}
-
-// ShadowInfo is the shadow policy's verdict on the same request document.
-// It never changes the outcome.
-type ShadowInfo struct {
-	Revision string `json:"revision"`
-	// Outcome is allow, denied or approval_required, or error when the
-	// shadow policy failed to evaluate.
-	Outcome  string `json:"outcome"`
-	Diverged bool   `json:"diverged"`
-}
+// ResultInfo, ApprovalInfo, QuestionInfo and ShadowInfo are an event's
+// optional parts (api/v1).
+type (
+	ResultInfo   = apiv1.AuditResult
+	ApprovalInfo = apiv1.AuditApproval
+	QuestionInfo = apiv1.AuditQuestion
+	ShadowInfo   = apiv1.AuditShadow
+)
 
 // TimeFormat is the event time layout.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
@@ -137,26 +75,8 @@ type Page struct {
 }
 
 // VerifyResult is the outcome of verifying a tenant's log (Verify,
-// VerifyCheckpoint).
-type VerifyResult struct {
-	OK bool `json:"ok"`
-	// EventsChecked counts the stored events read, up to and including
-	// the first bad one.
-	EventsChecked int `json:"events_checked"`
-	// FirstBadEvent is the id of the first event that fails, when an
-	// event is to blame; a missing one is named "(log_index N)".
-	FirstBadEvent string `json:"first_bad_event,omitempty"`
-	// Problem says what is wrong, in a sentence, when OK is false.
-	Problem string `json:"problem,omitempty"`
-	// TreeSize is the number of events integrated into the tenant's tree.
-	TreeSize int64 `json:"tree_size"`
-	// CheckpointSize is the size of the largest signed checkpoint the log
-	// was checked against (0: none).
-	CheckpointSize int64 `json:"checkpoint_size"`
-	// EventsPruned counts the events retention deleted from the front of
-	// the log; the tree still commits to them.
-	EventsPruned int64 `json:"events_pruned,omitempty"`
-}
+// VerifyCheckpoint), the API's wire type.
+type VerifyResult = apiv1.VerifyResult
 
 // Errors callers inspect with errors.Is.
 var (

@@ -135,7 +135,7 @@ func (w *walk) newestUpTo(to int64, bounded bool) (ms int64, ok bool, err error)
 	if err != nil || len(page.Events) == 0 {
 		return 0, false, err
 	}
-	ms, err = page.Events[0].TimeMS()
+	ms, err = TimeMS(page.Events[0])
 	return ms, err == nil, err
 }
 
@@ -182,7 +182,7 @@ func (w *walk) rest(ms int64, page Page) ([]*Event, error) {
 // in half that span. It is at most half the old width and at least 1.
 func narrower(lo, end int64, last *Event) int64 {
 	width := (end - lo + 1) / 2
-	if t, err := last.TimeMS(); err == nil && t >= lo && t <= end {
+	if t, err := TimeMS(last); err == nil && t >= lo && t <= end {
 		width = min(width, (end-t+1)/2)
 	}
 	return max(width, 1)

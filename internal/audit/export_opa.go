@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 )
 
 // OPA decision-log paths of Toolgate's two policy entrypoints.
@@ -20,56 +22,23 @@ const (
 	OPAVersionLabel = "toolgate"
 )
 
-// OPAEvent is one audit event in the shape of an OPA decision-log event
-// (EventV1 of github.com/open-policy-agent/opa/v1/plugins/logs), so that
-// tooling that ingests OPA decision logs reads Toolgate's. Fields OPA has
-// and Toolgate has no value for (req_id, trace_id, span_id, query,
-// nd_builtin_cache, requested_by) are absent.
-type OPAEvent struct {
-	DecisionID string               `json:"decision_id"`
-	Path       string               `json:"path"`
-	Input      map[string]any       `json:"input"`
-	Result     OPAResult            `json:"result"`
-	Timestamp  string               `json:"timestamp"` // RFC 3339 with nanoseconds, UTC
-	Labels     map[string]string    `json:"labels"`
-	Bundles    map[string]OPABundle `json:"bundles,omitempty"`
-	Masked     []string             `json:"masked"`
-	Erased     []string             `json:"erased"`
-	Metrics    map[string]int64     `json:"metrics,omitempty"`
-	Custom     OPACustom            `json:"custom"`
-}
+// OPAEvent, OPABundle and OPACustom are the wire types of the opa export
+// (api/v1).
+type (
+	OPAEvent  = apiv1.OPAEvent
+	OPABundle = apiv1.OPABundle
+	OPACustom = apiv1.OPACustom
+)
 
-// OPAResult is the decision an OPAEvent records. Allow is true when the call
-// was allowed to run with no further step: outcome allow on a decision (and
-// ok or tool_error on a result, which only exists for an allowed call);
-// approval_required is not an allow.
-type OPAResult struct {
-	Allow       bool           `json:"allow"`
-	Outcome     string         `json:"outcome"`
-	Reasons     []string       `json:"reasons"`
-	Obligations map[string]any `json:"obligations,omitempty"`
-}
-
-// OPABundle is the policy revision that decided.
-type OPABundle struct {
-	Revision string `json:"revision"`
-}
-
-// OPACustom ties an OPAEvent back to the audit event it was made from, so
-// an auditor can check it against the verified log: its hash, and its
-// place in the tenant's Merkle tree (Seq for events of the hash-chain
-// era, 0 since).
-type OPACustom struct {
-	EventID  string `json:"event_id"`
-	CallID   string `json:"call_id"`
-	Phase    string `json:"phase"`
-	Seq      int64  `json:"seq"`
-	Hash     string `json:"hash"`
-	LogIndex *int64 `json:"log_index,omitempty"`
-}
-
-// allowOutcomes are the outcomes of calls allowed to run.
-var allowOutcomes = map[string]bool{"allow": true, "ok": true, "tool_error": true}
+// OPA's names for the metrics Toolgate has an equivalent of.
+const (
+	// OPAMetricEval is the policy evaluation (Toolgate's decide stage, or
+	// availability's for the availability path).
+	OPAMetricEval = "timer_rego_query_eval_ns"
+	// OPAMetricHandler is the whole request up to the decision (every
+	// stage Toolgate timed before the event was written).
+	OPAMetricHandler = "timer_server_handler_ns"
+)
 
 // ToOPAEvent maps an audit event to an OPA decision-log event:
 //
@@ -79,42 +48,46 @@ var allowOutcomes = map[string]bool{"allow": true, "ok": true, "tool_error": tru
 //   - path: OPAPathAvailability for outcome unavailable (the availability
 //     entrypoint refused, or the tool is unknown), OPAPathAuthz otherwise
 //     (invalid_arguments is refused at the authorization stage, before
-//     Rego runs; its reasons say why).
+//     Rego runs).
 //   - input: the stored, masked request document (shared, not copied).
-//   - result: {allow, outcome, reasons, obligations}; see OPAResult.
-//   - timestamp: the event time, RFC 3339 with nanoseconds.
-//   - labels: {"id": chain (the writing replica), "version": "toolgate",
-//     "tenant"}.
+//   - result: the event's decision member, exactly; see OPAEvent.Result.
+//   - timestamp: the event time, RFC 3339 with nanoseconds, UTC.
+//   - labels: {"id": chain (the writing replica of hash-chain-era events,
+//     "" since), "version": "toolgate", "tenant"}.
 //   - bundles: {"toolgate": {"revision": policy_revision}}, absent without a
 //     revision.
 //   - masked: OPA-style pointers into the event ("/input/args/content") of
-//     every value stored as MaskedValue, sorted; the policy's pointer list is
-//     not stored, so they are found by walking the input (a literal
-//     "**masked**" argument is listed too). erased: always empty.
-//   - metrics: durations_us as "timer_toolgate_<stage>_ns" in nanoseconds.
-//   - custom: the event's id, call_id, phase, seq, hash and log_index.
+//     every value stored as MaskedValue, sorted, absent when there is none;
+//     the policy's pointer list is not stored, so they are found by walking
+//     the input (a literal "**masked**" argument is listed too). erased:
+//     never (Toolgate masks, it does not erase).
+//   - metrics: OPA's timer_rego_query_eval_ns (the decide stage, or
+//     availability on the availability path) and timer_server_handler_ns
+//     (all stages timed), in nanoseconds, when timed.
+//   - custom: the event's id, call_id, phase, outcome, reasons,
+//     durations_us, seq, hash and log_index.
 func ToOPAEvent(ev *Event) OPAEvent {
 	out := OPAEvent{
 		DecisionID: ev.DecisionID,
 		Path:       OPAPathAuthz,
 		Input:      ev.Input,
-		Result: OPAResult{
-			Allow:       allowOutcomes[ev.Outcome],
-			Outcome:     ev.Outcome,
-			Reasons:     ev.Reasons,
-			Obligations: ev.Obligations,
+		Result:     ev.Decision,
+		Timestamp:  ev.Time,
+		Labels:     map[string]string{"id": ev.Chain, "version": OPAVersionLabel, "tenant": ev.Tenant},
+		Custom: OPACustom{
+			EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Outcome: ev.Outcome, Reasons: ev.Reasons,
+			DurationsUS: ev.DurationsUS, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex,
 		},
-		Timestamp: ev.Time,
-		Labels:    map[string]string{"id": ev.Chain, "version": OPAVersionLabel, "tenant": ev.Tenant},
-		Masked:    MaskedPointers(ev.Input, "/input"),
-		Erased:    []string{},
-		Custom:    OPACustom{EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex},
 	}
+	eval := "decide"
 	if ev.Outcome == "unavailable" {
-		out.Path = OPAPathAvailability
+		out.Path, eval = OPAPathAvailability, "availability"
 	}
-	if out.Result.Reasons == nil {
-		out.Result.Reasons = []string{}
+	if out.Custom.Reasons == nil {
+		out.Custom.Reasons = []string{}
+	}
+	if m := MaskedPointers(ev.Input, "/input"); len(m) > 0 {
+		out.Masked = m
 	}
 	if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil {
 		out.Timestamp = t.UTC().Format(time.RFC3339Nano)
@@ -123,9 +96,13 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		out.Bundles = map[string]OPABundle{OPABundleName: {Revision: ev.PolicyRevision}}
 	}
 	if len(ev.DurationsUS) > 0 {
-		out.Metrics = make(map[string]int64, len(ev.DurationsUS))
-		for stage, us := range ev.DurationsUS {
-			out.Metrics["timer_toolgate_"+stage+"_ns"] = us * int64(time.Microsecond)
+		var total int64
+		for _, us := range ev.DurationsUS {
+			total += us
+		}
+		out.Metrics = map[string]int64{OPAMetricHandler: total * int64(time.Microsecond)}
+		if us, ok := ev.DurationsUS[eval]; ok {
+			out.Metrics[OPAMetricEval] = us * int64(time.Microsecond)
 		}
 	}
 	return out

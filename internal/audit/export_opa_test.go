@@ -25,7 +25,9 @@ func opaBase() *audit.Event {
 			"args":      map[string]any{"path": "notes/x.txt", "content": audit.MaskedValue},
 			"resources": []any{map[string]any{"type": "file", "path": "notes/x.txt", "access": "write"}},
 		},
-		Obligations: map[string]any{"timeout_ms": float64(5000)},
+		Obligations: map[string]any{"timeout_ms": int64(5000)},
+		Decision: map[string]any{"allow": true, "approval_required": false, "reasons": []any{"developers may write notes"},
+			"obligations": map[string]any{"timeout_ms": int64(5000)}, "extra": "a member the contract does not name"},
 		DurationsUS: map[string]int64{"availability": 12, "prepare": 340, "decide": 1500},
 		Chain:       "main", Seq: 42, PrevHash: "sha256:3333333333333333333333333333333333333333333333333333333333333333",
 		Hash: "sha256:4444444444444444444444444444444444444444444444444444444444444444",
@@ -46,24 +48,23 @@ func TestToOPAEventGolden(t *testing.T) {
 		  "input": {"tenant": "acme", "action": "fs.write", "tool": {"name": "write-file"},
 		            "args": {"path": "notes/x.txt", "content": "**masked**"},
 		            "resources": [{"type": "file", "path": "notes/x.txt", "access": "write"}]},
-		  "result": {"allow": true, "outcome": "allow", "reasons": ["developers may write notes"],
-		             "obligations": {"timeout_ms": 5000}},
+		  "result": {"allow": true, "approval_required": false, "reasons": ["developers may write notes"],
+		             "obligations": {"timeout_ms": 5000}, "extra": "a member the contract does not name"},
 		  "timestamp": "2026-03-01T12:00:00.123Z",
 		  "labels": {"id": "main", "version": "toolgate", "tenant": "acme"},
 		  "bundles": {"toolgate": {"revision": "sha256:1111111111111111111111111111111111111111111111111111111111111111"}},
 		  "masked": ["/input/args/content"],
-		  "erased": [],
-		  "metrics": {"timer_toolgate_availability_ns": 12000, "timer_toolgate_prepare_ns": 340000,
-		              "timer_toolgate_decide_ns": 1500000},
+		  "metrics": {"timer_rego_query_eval_ns": 1500000, "timer_server_handler_ns": 1852000},
 		  "custom": {"event_id": "0197a000-0000-7000-8000-000000000001", "call_id": "call-1",
-		             "phase": "decision", "seq": 42,
+		             "phase": "decision", "outcome": "allow", "reasons": ["developers may write notes"],
+		             "durations_us": {"availability": 12, "prepare": 340, "decide": 1500}, "seq": 42,
 		             "hash": "sha256:4444444444444444444444444444444444444444444444444444444444444444"}
 		}`,
 	}, {
-		name: "unavailable tool, no revision, no durations, nil reasons",
+		name: "unavailable tool, no revision, no durations, nil reasons, no result",
 		edit: func(ev *audit.Event) {
 			ev.Outcome, ev.Tool, ev.Action, ev.PolicyRevision, ev.RequestDigest = "unavailable", "", "", "", ""
-			ev.Reasons, ev.Obligations, ev.DurationsUS = nil, nil, nil
+			ev.Reasons, ev.Obligations, ev.DurationsUS, ev.Decision = nil, nil, nil, nil
 			ev.Input = map[string]any{"tool": map[string]any{"name": "no-such-tool"}}
 			ev.Time = "2026-03-01T12:00:00.000Z"
 		},
@@ -71,13 +72,31 @@ func TestToOPAEventGolden(t *testing.T) {
 		  "decision_id": "dec-1",
 		  "path": "toolgate/availability/allow",
 		  "input": {"tool": {"name": "no-such-tool"}},
-		  "result": {"allow": false, "outcome": "unavailable", "reasons": []},
 		  "timestamp": "2026-03-01T12:00:00Z",
 		  "labels": {"id": "main", "version": "toolgate", "tenant": "acme"},
-		  "masked": [],
-		  "erased": [],
 		  "custom": {"event_id": "0197a000-0000-7000-8000-000000000001", "call_id": "call-1",
-		             "phase": "decision", "seq": 42,
+		             "phase": "decision", "outcome": "unavailable", "reasons": [], "seq": 42,
+		             "hash": "sha256:4444444444444444444444444444444444444444444444444444444444444444"}
+		}`,
+	}, {
+		name: "availability refused: the result is the boolean",
+		edit: func(ev *audit.Event) {
+			ev.Outcome, ev.Decision, ev.Obligations = "unavailable", false, nil
+			ev.Input = map[string]any{"tool": map[string]any{"name": "write-file"}}
+			ev.DurationsUS = map[string]int64{"availability": 7}
+		},
+		golden: `{
+		  "decision_id": "dec-1",
+		  "path": "toolgate/availability/allow",
+		  "input": {"tool": {"name": "write-file"}},
+		  "result": false,
+		  "timestamp": "2026-03-01T12:00:00.123Z",
+		  "labels": {"id": "main", "version": "toolgate", "tenant": "acme"},
+		  "bundles": {"toolgate": {"revision": "sha256:1111111111111111111111111111111111111111111111111111111111111111"}},
+		  "metrics": {"timer_rego_query_eval_ns": 7000, "timer_server_handler_ns": 7000},
+		  "custom": {"event_id": "0197a000-0000-7000-8000-000000000001", "call_id": "call-1",
+		             "phase": "decision", "outcome": "unavailable", "reasons": ["developers may write notes"],
+		             "durations_us": {"availability": 7}, "seq": 42,
 		             "hash": "sha256:4444444444444444444444444444444444444444444444444444444444444444"}
 		}`,
 	}}
@@ -105,25 +124,35 @@ func canonical(t *testing.T, b []byte) string {
 	return string(v)
 }
 
-func TestToOPAEventPathAndAllowFollowTheOutcome(t *testing.T) {
+func TestToOPAEventPathFollowsTheOutcomeAndResultIsThePolicys(t *testing.T) {
+	denied := map[string]any{"allow": false, "reasons": []any{"no"}, "message": "no"}
 	for _, tc := range []struct {
-		phase, outcome string
-		path           string
-		allow          bool
+		outcome  string
+		decision any
+		path     string
 	}{
-		{audit.PhaseDecision, "allow", audit.OPAPathAuthz, true},
-		{audit.PhaseDecision, "denied", audit.OPAPathAuthz, false},
-		{audit.PhaseDecision, "approval_required", audit.OPAPathAuthz, false},
-		{audit.PhaseDecision, "invalid_arguments", audit.OPAPathAuthz, false},
-		{audit.PhaseDecision, "unavailable", audit.OPAPathAvailability, false},
-		{audit.PhaseResult, "ok", audit.OPAPathAuthz, true},
-		{audit.PhaseResult, "tool_error", audit.OPAPathAuthz, true},
+		{"allow", opaBase().Decision, audit.OPAPathAuthz},
+		{"denied", denied, audit.OPAPathAuthz},
+		{"approval_required", map[string]any{"allow": true, "approval_required": true}, audit.OPAPathAuthz},
+		{"invalid_arguments", nil, audit.OPAPathAuthz},
+		{"unavailable", false, audit.OPAPathAvailability},
 	} {
 		ev := opaBase()
-		ev.Phase, ev.Outcome = tc.phase, tc.outcome
+		ev.Outcome, ev.Decision = tc.outcome, tc.decision
 		o := audit.ToOPAEvent(ev)
-		if o.Path != tc.path || o.Result.Allow != tc.allow || o.Result.Outcome != tc.outcome || o.Custom.Phase != tc.phase {
-			t.Errorf("%s/%s: path %q allow %v outcome %q, want %q %v", tc.phase, tc.outcome, o.Path, o.Result.Allow, o.Result.Outcome, tc.path, tc.allow)
+		got, _ := json.Marshal(o.Result, json.Deterministic(true))
+		want, _ := json.Marshal(tc.decision, json.Deterministic(true))
+		if o.Path != tc.path || string(got) != string(want) || o.Custom.Outcome != tc.outcome {
+			t.Errorf("%s: path %q result %s, want %q %s", tc.outcome, o.Path, got, tc.path, want)
+		}
+		line, _ := json.Marshal(o)
+		var m map[string]any
+		json.Unmarshal(line, &m)
+		if _, has := m["result"]; has != (tc.decision != nil) {
+			t.Errorf("%s: result member present %v, want %v: %s", tc.outcome, has, tc.decision != nil, line)
+		}
+		if _, has := m["outcome"]; has {
+			t.Errorf("%s: the OPA event has an outcome member beside OPA's: %s", tc.outcome, line)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (m *memQuerier) Query(_ context.Context, tenant string, f Filter) (Page, er
 }
 
 func mustMS(ev *Event) int64 {
-	ms, err := ev.TimeMS()
+	ms, err := TimeMS(ev)
 	if err != nil {
 		panic(err)
 	}

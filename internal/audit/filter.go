@@ -132,7 +132,7 @@ func boundString(ms int64, ok bool) string {
 
 // TimeMS is the event time in Unix milliseconds, the time_ms column of
 // the stores; an unparsable time is an ErrInvalidEvent.
-func (e *Event) TimeMS() (int64, error) {
+func TimeMS(e *Event) (int64, error) {
 	return parseTimeMS(e.Time)
 }
 
@@ -156,7 +156,7 @@ func (f Filter) Matches(ev *Event) bool {
 			return false
 		}
 	}
-	ms, err := ev.TimeMS()
+	ms, err := TimeMS(ev)
 	if err != nil {
 		return false
 	}

@@ -255,7 +255,7 @@ func (l *Log) prepare(e *Event) (*pending, error) {
 			return nil, fmt.Errorf("%w: NUL in an indexed field", ErrInvalidEvent)
 		}
 	}
-	if _, err := e.TimeMS(); err != nil {
+	if _, err := TimeMS(e); err != nil {
 		return nil, err
 	}
 	buf := templateBufs.Get().(*[]byte)

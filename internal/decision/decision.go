@@ -21,6 +21,10 @@ type Decision struct {
 	Reasons          []string
 	Message          string // model-safe text for denials, optional
 	Obligations      Obligations
+	// Raw is the whole decision object exactly as policy returned it
+	// (members the contract does not name included), as JSON values with
+	// numbers as numbers (see JSON). It is shared: never modify it.
+	Raw map[string]any
 }
 
 // Obligations tighten a tool's limits. Zero means "no obligation".

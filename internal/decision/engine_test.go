@@ -48,7 +48,7 @@ func TestShippedPackLoadsAndDecides(t *testing.T) {
 			ExcludePaths:   []string{"secrets", "secrets/**", "**/.env", ".env"},
 		},
 	}
-	d.Obligations.Raw = nil
+	d.Obligations.Raw, d.Raw = nil, nil
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Decide = %+v\nwant     %+v", d, want)
 	}

@@ -69,7 +69,7 @@ func (r *Revision) Evaluate(ctx context.Context, input ast.Value, explain string
 	if v == nil {
 		ev.Err = fmt.Errorf("%w: decision is undefined", ErrMalformed)
 	} else {
-		ev.Raw, _ = ast.JSON(v)
+		ev.Raw, _ = JSON(v) // numbers stay numbers in /v1/policy/eval
 		if d, err := parseDecision(v); err != nil {
 			ev.Err = fmt.Errorf("%w: %w", ErrMalformed, err)
 		} else {

@@ -67,14 +67,35 @@ func parseDecision(v ast.Value) (Decision, error) {
 		}
 		d.Message = string(s)
 	}
+	raw, err := JSON(obj)
+	if err != nil {
+		return Decision{}, fmt.Errorf("decision: %w", err)
+	}
+	d.Raw, _ = raw.(map[string]any)
 	if t := obj.Get(keyObligations); t != nil {
 		o, err := parseObligations(t.Value)
 		if err != nil {
 			return Decision{}, err
 		}
+		// The obligations as policy returned them: the decision's own
+		// member, shared (neither is ever modified).
+		o.Raw, _ = d.Raw["obligations"].(map[string]any)
 		d.Obligations = o
 	}
 	return d, nil
+}
+
+// JSON converts a policy result to the plain JSON values Toolgate records
+// and answers with: objects as map[string]any, arrays (and sets, in OPA's
+// order) as []any, and numbers as numbers — int64 for whole numbers that
+// fit (30000 and 30000.0 alike), float64 otherwise — never the strings
+// that ast.JSON's json.Number would marshal to.
+func JSON(v ast.Value) (any, error) {
+	raw, err := ast.JSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return plainNumbers(raw), nil
 }
 
 func parseObligations(v ast.Value) (Obligations, error) {
@@ -134,17 +155,13 @@ func parseObligations(v ast.Value) (Obligations, error) {
 		}
 		o.Network = bool(b)
 	}
-	raw, err := ast.JSON(obj)
-	if err != nil {
-		return Obligations{}, fmt.Errorf(`decision "obligations": %w`, err)
-	}
-	o.Raw, _ = plainNumbers(raw).(map[string]any)
 	return o, nil
 }
 
 // plainNumbers replaces the json.Number values ast.JSON produces with
-// int64 (whole numbers that fit, 5000.0 included) or float64, so that the audit log records
-// "timeout_ms": 30000 rather than the string "30000".
+// int64 (whole numbers that fit, 5000.0 included) or float64, so that the
+// audit log and the API show "timeout_ms": 30000 rather than the string
+// "30000".
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:

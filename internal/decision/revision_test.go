@@ -118,6 +118,19 @@ func TestDecideResults(t *testing.T) {
 				}
 				return
 			}
+			// The whole decision is kept as policy returned it, numbers
+			// as numbers, members the contract does not name included,
+			// and its obligations are the very map Obligations.Raw holds.
+			if got.Raw["allow"] != got.Allow {
+				t.Errorf("Raw %v does not carry allow %v", got.Raw, got.Allow)
+			}
+			if ob, ok := got.Raw["obligations"].(map[string]any); ok != (got.Obligations.Raw != nil) || ok && reflect.ValueOf(ob).Pointer() != reflect.ValueOf(got.Obligations.Raw).Pointer() {
+				t.Errorf("Raw obligations %v are not Obligations.Raw %v", got.Raw["obligations"], got.Obligations.Raw)
+			}
+			if _, has := got.Raw["extra"]; has && got.Raw["extra"] != int64(1) {
+				t.Errorf("extra member = %#v, want the number 1", got.Raw["extra"])
+			}
+			got.Raw = nil
 			// Raw numbers are plain numbers (the audit log records
 			// "timeout_ms": 5000, not the string "5000.0").
 			if !reflect.DeepEqual(got, tt.want) {

@@ -251,15 +251,22 @@ func TestExportStreamsEveryEventOldestFirstVerifiably(t *testing.T) {
 			if canonicalJSON(t, ev.Input) != canonicalJSON(t, d["input"]) {
 				t.Fatalf("line %d input differs from the audited input", i)
 			}
-			res := (*ev.Result).(map[string]any)
-			if res["outcome"] != d["outcome"] || res["allow"] != (d["outcome"] == "allow") {
-				t.Fatalf("line %d result %v for outcome %v", i, res, d["outcome"])
+			// The result is the policy's, exactly as the audit event
+			// recorded it; absent where no policy ran.
+			switch dec, has := d["decision"]; {
+			case !has && ev.Result != nil:
+				t.Fatalf("line %d has a result %v, but no policy ran (%v)", i, *ev.Result, d["outcome"])
+			case has && (ev.Result == nil || canonicalJSON(t, *ev.Result) != canonicalJSON(t, dec)):
+				t.Fatalf("line %d result differs from the audited decision %v", i, dec)
 			}
-			if _, ok := ev.Metrics["timer_toolgate_availability_ns"]; !ok {
-				t.Fatalf("line %d metrics %v lack the availability timer", i, ev.Metrics)
+			if wantDecision := d["outcome"] != "invalid_arguments" && d["tool"] != "no-such-tool"; wantDecision != (d["decision"] != nil) {
+				t.Fatalf("event %v: decision recorded %v, want %v", d["id"], d["decision"] != nil, wantDecision)
+			}
+			if _, ok := ev.Metrics["timer_server_handler_ns"]; !ok {
+				t.Fatalf("line %d metrics %v lack timer_server_handler_ns", i, ev.Metrics)
 			}
 			m := decodeLine(t, line)
-			if custom := m["custom"].(map[string]any); custom["event_id"] != d["id"] || custom["hash"] != d["hash"] {
+			if custom := m["custom"].(map[string]any); custom["event_id"] != d["id"] || custom["hash"] != d["hash"] || custom["outcome"] != d["outcome"] {
 				t.Fatalf("line %d custom %v does not name event %v", i, custom, d["id"])
 			}
 			wantMasked := []string{}

@@ -280,6 +280,7 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 	ev.Reasons = append([]string{}, dec.Reasons...)
 	ev.Input = audit.Mask(doc, mask)
 	ev.Obligations = dec.Obligations.Raw
+	ev.Decision = dec.Raw
 	ev.Approval.By, ev.Approval.Comment = s.Identity.Principal, s.Comment
 	ev.DurationsUS["decide"] = time.Since(t0).Microseconds()
 	if err := p.o.Audit.Append(ctx, ev); err != nil {

@@ -268,6 +268,9 @@ type gate struct {
 	base    *tools.Env
 	offered bool
 	reason  string // audit reason when not offered
+	// refused: the availability policy answered false (the audit event
+	// records that result; an unknown or withheld tool has none).
+	refused bool
 	schema  string // a chooser's caller-specific schema
 }
 
@@ -291,7 +294,7 @@ func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *auth.I
 		return nil, err
 	}
 	if !ok {
-		g.reason = "availability policy did not offer the tool"
+		g.reason, g.refused = "availability policy did not offer the tool", true
 		return g, nil
 	}
 	if ch, isChooser := tool.(tools.Chooser); isChooser {
@@ -354,7 +357,11 @@ func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Resp
 	id := c.req.Identity
 	c.spec = g.spec
 	if !g.offered {
-		resp, err := p.refuse(ctx, c, OutcomeUnavailable, []string{g.reason}, nil)
+		var result any
+		if g.refused {
+			result = false // availability's result, as policy returned it
+		}
+		resp, err := p.refuse(ctx, c, OutcomeUnavailable, []string{g.reason}, nil, result)
 		return resp, true, err
 	}
 
@@ -373,7 +380,7 @@ func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Resp
 		var ie *prepare.InvalidArgumentsError
 		if errors.As(err, &ie) {
 			c.prepared = nil
-			resp, err := p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie)
+			resp, err := p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie, nil)
 			return resp, true, err
 		}
 		return Response{}, false, fmt.Errorf("%w: %v", errInternal, err)
@@ -412,6 +419,7 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
+	ev.Decision = dec.Raw
 	ev.Shadow = p.o.Shadow.compare(shadow, dec)
 	h := p.holdFor(c, outcome, dec)
 	var held any // the approval commits with its decision event, or neither does
@@ -508,9 +516,11 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 }
 
 // refuse audits a decision that stops the call before authorization
-// (unavailable, invalid arguments) and shapes its response.
-func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons []string, ie *prepare.InvalidArgumentsError) (Response, error) {
+// (unavailable, invalid arguments) and shapes its response. result is the
+// policy's result when a policy gave one (availability's false), else nil.
+func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons []string, ie *prepare.InvalidArgumentsError, result any) (Response, error) {
 	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
+	ev.Decision = result
 	if c.spec != nil {
 		in := prepare.AvailabilityInput(c.req.Identity, c.req.SessionID, c.spec)
 		if ie != nil {

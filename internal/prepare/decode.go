@@ -11,6 +11,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// MaxSafeInteger is the largest integer arguments may carry: 2^53 - 1, the
+// bound of I-JSON (RFC 7493 §2.2) and JavaScript's Number.MAX_SAFE_INTEGER.
+// Every integer up to it is exact as a double; 2^53 + 1 would parse as 2^53.
+const MaxSafeInteger = 1<<53 - 1
+
 // DefaultMaxDepth bounds the nesting of decoded arguments.
 const DefaultMaxDepth = 32
 
@@ -18,8 +23,12 @@ const DefaultMaxDepth = 32
 // the JSON tokens itself so that it can bound nesting depth (json/v2 has no
 // depth limit) while jsontext enforces the rest: duplicate member names,
 // invalid UTF-8, trailing data and malformed syntax are all errors.
-// Numbers become float64; integers beyond 2^53 and out-of-range values are
-// rejected rather than silently rounded.
+// Numbers become float64 (IEEE 754 doubles, as in JavaScript and OPA). A
+// number whose magnitude exceeds MaxSafeInteger is refused ("integer too
+// large", whatever its notation: 9007199254740993, 1e16, 1.5e300 — every
+// double that large is a whole number that may have been rounded), and one
+// beyond the double range ("number out of range"): no integer is ever
+// silently rounded. Smaller fractions are rounded to the nearest double.
 func decodeArguments(raw []byte, maxDepth int) (map[string]any, *InvalidArgumentsError) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return map[string]any{}, nil
@@ -61,7 +70,7 @@ func decodeValue(dec *jsontext.Decoder, depth, maxDepth int) (any, *InvalidArgum
 		if err != nil || math.IsInf(f, 0) {
 			return nil, invalid(string(dec.StackPointer()), "number out of range")
 		}
-		if f == math.Trunc(f) && math.Abs(f) > 1<<53 {
+		if f == math.Trunc(f) && math.Abs(f) > MaxSafeInteger {
 			return nil, invalid(string(dec.StackPointer()), "integer too large")
 		}
 		return f, nil

@@ -98,6 +98,13 @@ func TestBadArgumentsAreModelSafeFeedback(t *testing.T) {
 		{"above maximum", `{"text":"a","times":6}`, "/times: must be <= 5"},
 		{"too long", `{"text":"` + strings.Repeat("x", 101) + `"}`, "/text: must be at most 100 characters"},
 		{"huge number", `{"text":"a","times":1e400}`, "number out of range"},
+		// Integers beyond 2^53 - 1 are refused, never rounded: 2^53 + 1
+		// would parse as 2^53, so 2^53 itself is refused too.
+		{"2^53 + 1", `{"text":"a","opts":{"n":9007199254740993}}`, "/opts/n: integer too large"},
+		{"2^53", `{"text":"a","opts":{"n":9007199254740992}}`, "/opts/n: integer too large"},
+		{"-(2^53)", `{"text":"a","opts":{"n":-9007199254740992}}`, "/opts/n: integer too large"},
+		{"whole number in float form", `{"text":"a","opts":{"n":1e16}}`, "/opts/n: integer too large"},
+		{"in an array", `{"text":"a","opts":{"n":[1,18446744073709551616]}}`, "/opts/n/1: integer too large"},
 		{"tool normalization rule", `{"text":"a..b"}`, "/text: must not contain .."},
 	}
 	for _, tc := range cases {
@@ -111,6 +118,15 @@ func TestBadArgumentsAreModelSafeFeedback(t *testing.T) {
 				t.Fatalf("message %q does not contain %q", ie.Error(), tc.want)
 			}
 		})
+	}
+}
+
+// The largest safe integers and fractions below 2^53 pass.
+func TestSafeIntegersPass(t *testing.T) {
+	for _, n := range []string{"9007199254740991", "-9007199254740991", "0", "1.5e-300", "123456.789", "4503599627370495.5"} {
+		if _, err := prepareRaw(t, `{"text":"a","opts":{"n":`+n+`}}`); err != nil {
+			t.Errorf("%s refused: %v", n, err)
+		}
 	}
 }
 

@@ -192,7 +192,7 @@ func (s *pgAudit) Query(ctx context.Context, tenant string, f audit.Filter) (aud
 			return audit.Page{}, err
 		}
 		if f.Matches(ev) {
-			ms, _ := ev.TimeMS()
+			ms, _ := audit.TimeMS(ev)
 			pending = append(pending, audit.Positioned{Pos: audit.Position{TimeMS: ms, ID: ev.ID}, Ev: ev})
 		}
 	}

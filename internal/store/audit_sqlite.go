@@ -215,7 +215,7 @@ func matchPending(f audit.Filter, rows *sql.Rows) ([]audit.Positioned, error) {
 		if !f.Matches(ev) {
 			continue
 		}
-		ms, _ := ev.TimeMS()
+		ms, _ := audit.TimeMS(ev)
 		out = append(out, audit.Positioned{Pos: audit.Position{TimeMS: ms, ID: ev.ID}, Ev: ev})
 	}
 	return out, rows.Err()

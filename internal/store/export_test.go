@@ -215,7 +215,7 @@ func (s *sqliteAudit) TamperDeleteTenant(ctx context.Context, tenant string) err
 
 // InsertLegacy stores an event as the previous gateway did.
 func (s *sqliteAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
-	ms, err := ev.TimeMS()
+	ms, err := audit.TimeMS(ev)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *pgAudit) TamperDeleteTenant(ctx context.Context, tenant string) error {
 
 // InsertLegacy stores an event as the previous gateway did.
 func (s *pgAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
-	ms, err := ev.TimeMS()
+	ms, err := audit.TimeMS(ev)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func (l *legacyDB) seedLegacy(t *testing.T, withApprovals, withQuestions, withTa
 		rawJSON := legacyEvent(t, ev, seq, prev)
 		heads[ev.Tenant] = ev
 		evs = append(evs, ev)
-		ms, _ := ev.TimeMS()
+		ms, _ := audit.TimeMS(ev)
 		var raw any = string(rawJSON) // SQLite kept TEXT, PostgreSQL BYTEA
 		if l.dollar {
 			raw = rawJSON

@@ -88,26 +88,39 @@ func (s *Spec) Check(method, path string, status int, contentType string, body [
 			break
 		}
 	}
-	if tmpl == "" {
-		// Unrouted paths answer with the generic error body.
-		if status == 404 || status == 405 {
-			return s.checkBody("#/components/schemas/Error", method, path, status, body)
-		}
-		return fmt.Errorf("%s %s: path not in the OpenAPI document", method, path)
-	}
-	op, ok := s.doc["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
-	if !ok {
-		return fmt.Errorf("%s %s: method not documented for %s", method, path, tmpl)
-	}
 	code := strconv.Itoa(status)
-	resp, ok := op["responses"].(map[string]any)[code].(map[string]any)
-	if !ok {
-		return fmt.Errorf("%s %s: status %d not documented", method, tmpl, status)
+	var op map[string]any
+	if tmpl != "" {
+		op, _ = s.doc["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
 	}
-	ptr := "#/paths/" + escape(tmpl) + "/" + strings.ToLower(method) + "/responses/" + code
+	var resp map[string]any
+	var ptr string
+	if op == nil {
+		// No operation matches: the answer must be one of the document's
+		// x-unrouted-responses (404, 405, 401 under /v1/).
+		resp, _ = s.unrouted()[code].(map[string]any)
+		if resp == nil {
+			if tmpl == "" {
+				return fmt.Errorf("%s %s: path not in the OpenAPI document (and %d is not in x-unrouted-responses)", method, path, status)
+			}
+			return fmt.Errorf("%s %s: method not documented for %s (and %d is not in x-unrouted-responses)", method, path, tmpl, status)
+		}
+		ptr = "#/x-unrouted-responses/" + code
+		tmpl = path
+	} else {
+		var ok bool
+		resp, ok = op["responses"].(map[string]any)[code].(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s %s: status %d not documented", method, tmpl, status)
+		}
+		ptr = "#/paths/" + escape(tmpl) + "/" + strings.ToLower(method) + "/responses/" + code
+	}
 	if ref, ok := resp["$ref"].(string); ok {
 		ptr = ref
 		resp = s.resolve(ref)
+	}
+	if method == "HEAD" {
+		return nil // a HEAD answer has no body to check
 	}
 	mt, _, _ := mime.ParseMediaType(contentType)
 	content, _ := resp["content"].(map[string]any)
@@ -140,6 +153,43 @@ func (s *Spec) checkLines(ptr, method, tmpl string, status int, body []byte) err
 		}
 	}
 	return nil
+}
+
+// unrouted is the document's x-unrouted-responses: status → response.
+func (s *Spec) unrouted() map[string]any {
+	m, _ := s.doc["x-unrouted-responses"].(map[string]any)
+	return m
+}
+
+// Statuses lists the documented statuses of the operation "METHOD
+// /template" (sorted), or nil when there is no such operation.
+func (s *Spec) Statuses(method, tmpl string) []string {
+	op, _ := s.doc["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	if op == nil {
+		return nil
+	}
+	out := []string{}
+	for code := range op["responses"].(map[string]any) {
+		out = append(out, code)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HasRequestBody reports whether the operation documents a request body.
+func (s *Spec) HasRequestBody(method, tmpl string) bool {
+	op, _ := s.doc["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	return op != nil && op["requestBody"] != nil
+}
+
+// UnroutedStatuses lists the statuses of x-unrouted-responses, sorted.
+func (s *Spec) UnroutedStatuses() []string {
+	out := []string{}
+	for code := range s.unrouted() {
+		out = append(out, code)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (s *Spec) checkBody(ptr, method, tmpl string, status int, body []byte) error {
