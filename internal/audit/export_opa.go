@@ -22,8 +22,9 @@ const (
 
 // OPAEvent is one audit event in the shape of an OPA decision-log event
 // (EventV1 of github.com/open-policy-agent/opa/v1/plugins/logs), so that
-// tooling that ingests OPA decision logs reads Toolgate's. Fields OPA has
-// and Toolgate has no value for (req_id, trace_id, span_id, query,
+// tooling that ingests OPA decision logs reads Toolgate's. trace_id is
+// OPA's own field for the W3C trace id, present when the event has one.
+// Fields OPA has and Toolgate has no value for (req_id, span_id, query,
 // nd_builtin_cache, requested_by) are absent.
 type OPAEvent struct {
 	DecisionID string               `json:"decision_id"`
@@ -37,6 +38,7 @@ type OPAEvent struct {
 	Erased     []string             `json:"erased"`
 	Metrics    map[string]int64     `json:"metrics,omitempty"`
 	Custom     OPACustom            `json:"custom"`
+	TraceID    string               `json:"trace_id,omitempty"`
 }
 
 // OPAResult is the decision an OPAEvent records. Allow is true when the call
@@ -93,6 +95,7 @@ var allowOutcomes = map[string]bool{"allow": true, "ok": true, "tool_error": tru
 //     "**masked**" argument is listed too). erased: always empty.
 //   - metrics: durations_us as "timer_toolgate_<stage>_ns" in nanoseconds.
 //   - custom: the event's id, call_id, phase, seq, hash and log_index.
+//   - trace_id: the event's trace_id, absent when it has none.
 func ToOPAEvent(ev *Event) OPAEvent {
 	out := OPAEvent{
 		DecisionID: ev.DecisionID,
@@ -109,6 +112,7 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		Masked:    MaskedPointers(ev.Input, "/input"),
 		Erased:    []string{},
 		Custom:    OPACustom{EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex},
+		TraceID:   ev.TraceID,
 	}
 	if ev.Outcome == "unavailable" {
 		out.Path = OPAPathAvailability

@@ -29,6 +29,10 @@ type AuditEvent struct {
 	Obligations    map[string]any   `json:"obligations,omitempty"`
 	Result         *AuditResult     `json:"result,omitempty"`
 	DurationsUS    map[string]int64 `json:"durations_us"`
+	// TraceID is the W3C trace id of the request that wrote the event
+	// (the caller's traceparent, or the gateway's own trace when it
+	// exports traces); absent otherwise. It is part of the hashed content.
+	TraceID string `json:"trace_id,omitempty"`
 	// Chain, Seq and PrevHash link events written before the tenant's
 	// Merkle tree; "", 0 and "" since.
 	Chain    string `json:"chain"`
