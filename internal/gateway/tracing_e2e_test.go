@@ -439,3 +439,20 @@ func TestTracingShutdownFlushesSpans(t *testing.T) {
 	}
 	oneSpan(t, rx.Trace(callerTrace), "POST /v1/tools/{name}/calls", callerSpan)
 }
+
+// The cost of tracing when it is on: the same benchmark as
+// BenchmarkHandlerDecisionReadFileParallel/cache, every request recorded
+// and exported to a loopback collector, each with the caller's sampled
+// traceparent (off, that benchmark is the baseline).
+//
+// go test -run '^$' -bench 'Traced' -benchtime 3s ./internal/gateway/
+func BenchmarkHandlerDecisionReadFileParallelTraced(b *testing.B) {
+	b.Setenv(telemetry.EnvEndpoint, "")
+	b.Setenv(telemetry.EnvTracesEndpoint, "")
+	rx := otlptest.New(b)
+	size := 4096
+	benchHandlerWith(b, func(s *setup) {
+		s.cacheSize = &size
+		withTelemetry(rx.URL)(s)
+	}, "/v1/tools/read-file/decisions", readBody, true, "Traceparent", callerTP)
+}
