@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/telemetry/otlptest"
 	"github.com/toolgate/toolgate/sdk/client"
@@ -143,10 +144,21 @@ func allEqual(ids []string, want string) bool {
 	return true
 }
 
+// One call, on each audit store: its spans, its events' trace_id, and
+// events that verify.
 func TestTracingOneCallSpansStagesAndAudit(t *testing.T) {
 	noCollectorInEnv(t)
+	t.Run("sqlite", func(t *testing.T) {
+		tracedCall(t, "  driver: sqlite\n  dsn: audit.db\n  checkpoint_interval: 50ms\n")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		tracedCall(t, fmt.Sprintf("  driver: postgres\n  dsn: %q\n  checkpoint_interval: 50ms\n", pgtest.DSN(t)))
+	})
+}
+
+func tracedCall(t *testing.T, auditYAML string) {
 	rx := otlptest.New(t)
-	h := start(t, withTelemetry(rx.URL), withFastCheckpoints)
+	h := start(t, withTelemetry(rx.URL), func(s *setup) { s.auditYAML = auditYAML })
 	alice := h.token("acme", "alice", "developer")
 	r := h.do("POST", "/v1/tools/read-file/calls", alice, []byte(`{"arguments":{"path":"docs/guide.md"}}`),
 		"Traceparent", callerTP, "Tracestate", "vendor=opaque")
