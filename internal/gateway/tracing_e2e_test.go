@@ -273,6 +273,42 @@ func TestTracingGatewayStartsTheTraceWithoutATraceparent(t *testing.T) {
 	wantStages(t, spans, server.SpanID, map[string]int{"auth": 1, "availability": 1, "prepare": 1, "decide": 1, "audit": 1})
 }
 
+// A caller that did not sample its trace is not recorded (parent-based
+// sampling), yet its trace id is audited and reaches the upstream tool,
+// still unsampled.
+func TestTracingFollowsTheCallersSampledFlag(t *testing.T) {
+	noCollectorInEnv(t)
+	rx := otlptest.New(t)
+	h, svc := startWithUpstream(t, withTelemetry(rx.URL))
+	alice := h.token("acme", "alice", "developer")
+	unsampled := "00-" + callerTrace + "-" + callerSpan + "-00"
+	r := h.do("POST", "/v1/tools/maintenance-window/calls", alice, []byte(`{"arguments":{"service_id":"checkout"}}`), "Traceparent", unsampled)
+	if r.status != 200 || r.str("outcome") != "ok" {
+		t.Fatalf("call: %d %s", r.status, r.raw)
+	}
+	if ids := h.traceIDs(r.str("call_id")); len(ids) != 2 || !allEqual(ids, callerTrace) {
+		t.Fatalf("trace ids %v", ids)
+	}
+	if got := svc.received(); len(got) != 1 || !strings.HasPrefix(got[0].traceparent, "00-"+callerTrace+"-") || !strings.HasSuffix(got[0].traceparent, "-00") {
+		t.Fatalf("upstream received traceparents %v", traceparents(got))
+	}
+	// A sampled call after it is exported; the unsampled one never is.
+	r = h.do("POST", "/v1/tools/read-file/calls", alice, []byte(`{"arguments":{"path":"docs/guide.md"}}`), "Traceparent", callerTP)
+	if r.status != 200 {
+		t.Fatalf("call: %d %s", r.status, r.raw)
+	}
+	spans := h.traceSpans(rx, callerTrace)
+	server := oneSpan(t, spans, "POST /v1/tools/{name}/calls", callerSpan)
+	if server.Attr("toolgate.tool") != "read-file" {
+		t.Fatalf("recorded the call of %q", server.Attr("toolgate.tool"))
+	}
+	for _, s := range spans {
+		if s.GetName() == "upstream" {
+			t.Fatal("the unsampled call's upstream request was recorded")
+		}
+	}
+}
+
 // A traceparent that is not one starts a trace of the gateway's own: the
 // call runs, and nothing of the header reaches the audit log.
 func TestTracingIgnoresAForgedTraceparent(t *testing.T) {
