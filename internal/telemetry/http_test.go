@@ -205,3 +205,34 @@ func TestStage(t *testing.T) {
 		t.Fatalf("stage span %+v", stage)
 	}
 }
+
+// The server span's request attributes come from an unauthenticated
+// caller: they are cut, so a queue of spans cannot hold megabytes each.
+func TestRequestAttributesAreBounded(t *testing.T) {
+	rx := otlptest.New(t)
+	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL}, nil)
+	h := telemetry.Middleware(tr.Provider())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest("GET", "/v1/tools/"+strings.Repeat("a", 64<<10)+"/calls?x="+strings.Repeat("b", 64<<10), nil)
+	req.Header.Set("User-Agent", strings.Repeat("c", 64<<10))
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if err := tr.ForceFlush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rx.Spans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	long := 0
+	for _, kv := range spans[0].GetAttributes() {
+		v := kv.GetValue().GetStringValue()
+		if len(v) > telemetry.MaxAttributeLength {
+			t.Errorf("attribute %s has %d bytes", kv.GetKey(), len(v))
+		}
+		if len(v) == telemetry.MaxAttributeLength {
+			long++
+		}
+	}
+	if long == 0 {
+		t.Fatal("no attribute was cut: the test did not reach the limit")
+	}
+}

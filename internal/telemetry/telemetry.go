@@ -45,6 +45,10 @@ const (
 	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 )
 
+// MaxAttributeLength bounds every span attribute value (bytes of a
+// string); OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT may lower it.
+const MaxAttributeLength = 1024
+
 // TracesPath is appended to a collector's base URL, as for
 // OTEL_EXPORTER_OTLP_ENDPOINT.
 const TracesPath = "/v1/traces"
@@ -129,10 +133,18 @@ func Open(ctx context.Context, o Options) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
+	// Request attributes (url.path, user_agent.original) are the
+	// caller's, before authentication: bounded, so that a queue of spans
+	// cannot hold megabytes of an attacker's URLs each.
+	limits := sdktrace.NewSpanLimits() // OTEL_SPAN_* variables
+	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > MaxAttributeLength {
+		limits.AttributeValueLengthLimit = MaxAttributeLength
+	}
 	tp := sdktrace.NewTracerProvider(
 		// The batcher's queue is bounded (2048 spans, OTEL_BSP_*): a slow
 		// or unreachable collector drops spans, never blocks a request.
 		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanLimits(limits),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
 	)
