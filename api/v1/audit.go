@@ -55,6 +55,12 @@ type AuditEvent struct {
 	Question *AuditQuestion `json:"question,omitempty"`
 	// Shadow is what the shadow policy would have decided.
 	Shadow *AuditShadow `json:"shadow,omitempty"`
+	// TraceID is the W3C trace id (32 lower-case hex digits) of the
+	// request that wrote the event: the caller's when it sent a
+	// traceparent, else the gateway's own when tracing is on; absent
+	// otherwise. Log.Append fills it from the context's span. It is part
+	// of the hashed content; events without one hash as before it existed.
+	TraceID string `json:"trace_id,omitempty"`
 	// Chain, Seq and PrevHash are the hash chain of events written before
 	// the Merkle tree (chain segment, position from 1, predecessor's
 	// hash); they still verify. Events written since have "", 0 and "":

@@ -29,6 +29,9 @@ type OPAEvent struct {
 	Erased    []string             `json:"erased,omitempty"`
 	Metrics   map[string]int64     `json:"metrics,omitempty"`
 	Custom    OPACustom            `json:"custom"`
+	// TraceID is OPA's own field for the W3C trace id, present when the
+	// event has one.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // OPABundle is the policy revision that decided.

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 type ctxKey int
@@ -32,7 +34,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t0 := time.Now()
 		id, err := s.o.Auth.Authenticate(r)
-		s.o.Metrics.StageDuration.WithLabelValues("auth").Observe(time.Since(t0).Seconds())
+		took := time.Since(t0)
+		s.o.Metrics.StageDuration.WithLabelValues("auth").Observe(took.Seconds())
+		telemetry.Stage(s.tracer, trace.SpanFromContext(r.Context()), "auth", t0, t0.Add(took))
 		if err != nil || id == nil {
 			reason := "invalid"
 			var ae *auth.Error
@@ -113,6 +117,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
+			telemetry.SetRoute(r, route)
 		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -126,7 +131,8 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			s.o.Logger.LogAttrs(r.Context(), slog.LevelDebug, "request",
 				slog.String("request_id", info.id), slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", rec.status), slog.Duration("took", took),
-				slog.String("call_id", info.callID), slog.String("decision_id", info.decisionID))
+				slog.String("call_id", info.callID), slog.String("decision_id", info.decisionID),
+				slog.String("trace_id", traceID(r)))
 		}
 	})
 }
@@ -167,4 +173,13 @@ func isSafeID(s string) bool {
 		}
 	}
 	return true
+}
+
+// traceID is the W3C trace id of r's span ("" when it has none), so that a
+// log line leads to the trace.
+func traceID(r *http.Request) string {
+	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
 }

@@ -14,12 +14,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 // Management roles (CONTRACT §3).
@@ -63,11 +65,16 @@ type Options struct {
 	// JWKS is the key set of the assertions sent to upstream tools, served
 	// unauthenticated at GET /.well-known/jwks.json; nil serves no keys.
 	JWKS []byte
+	// TracerProvider records a server span per request (named after its
+	// route) and an auth span; nil records none but still honours an
+	// incoming traceparent (internal/telemetry).
+	TracerProvider trace.TracerProvider
 }
 
 // Server serves the v1 API.
 type Server struct {
-	o Options
+	o      Options
+	tracer trace.Tracer // nil when TracerProvider is
 }
 
 // New returns a Server.
@@ -84,13 +91,13 @@ func New(o Options) *Server {
 	if o.MaxBatchCalls <= 0 {
 		o.MaxBatchCalls = DefaultMaxBatchCalls
 	}
-	return &Server{o: o}
+	return &Server{o: o, tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/api")}
 }
 
 // Handler returns the routed handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.instrument)
+	r.Use(telemetry.Middleware(s.o.TracerProvider), s.recoverer, s.instrument)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 	})

@@ -6,8 +6,9 @@ import (
 
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
-// struct (client, obligations, decision, result, approval, question and shadow when empty; nil slices and maps
-// as [] and {}). chain_test.go checks it against marshal + Canonicalize.
+// struct (client, obligations, decision, result, approval, question, shadow
+// and trace_id when empty; nil slices and maps as [] and {}). chain_test.go
+// checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
 	return b, err
@@ -142,6 +143,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 	str(`"tenant":`, ev.Tenant)
 	str(`"time":`, ev.Time)
 	str(`"tool":`, ev.Tool)
+	if ev.TraceID != "" {
+		str(`"trace_id":`, ev.TraceID)
+	}
 	if err != nil {
 		return nil, at, err
 	}

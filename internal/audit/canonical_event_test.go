@@ -42,6 +42,12 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 		"question answered":    func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
 		"chained":              func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
 		"controls":             func(e *Event) { e.Principal = "a\u2028b\x7f" },
+		"trace id":             func(e *Event) { e.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" },
+		"trace id, shadow, result": func(e *Event) {
+			e.TraceID, e.Shadow = "4bf92f3577b34da6a3ce929d0e0e4736", &ShadowInfo{Revision: "r", Outcome: "allow"}
+			e.Result = &ResultInfo{Bytes: 1}
+		},
+		"empty trace id": func(e *Event) { e.TraceID = "" },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/audit"
 )
@@ -104,6 +106,81 @@ func TestHashDefinition(t *testing.T) {
 			t.Fatalf("hash-chain era event %d hashes to %s, %v; golden %s", i, h, err, chainHashes[i])
 		}
 		prev = chainHashes[i]
+	}
+}
+
+// traceHashes are goldenEvent's hashes with trace_id
+// "4bf92f3577b34da6a3ce929d0e0e4736", cross-checked like goldenHashes.
+var traceHashes = []string{
+	"sha256:5ea16c1de23e33daadef354a670db131d198488fbc9ca812306445da5fe9cd5f",
+	"sha256:a52f1d8ae82bc33171415b4cafa4e20bbaed90220efe56322529e56fc8193a63",
+}
+
+// trace_id is hashed content: Append takes it from the request's span,
+// the hash covers it, an edit of it no longer verifies, and events
+// without one keep the hashes they always had (TestHashDefinition).
+func TestHashDefinitionWithTraceID(t *testing.T) {
+	s := openSQLite(t, filepath.Join(t.TempDir(), "audit.db"))
+	l, err := audit.NewLog(s, audit.LogOptions{Now: func() time.Time { panic("time is set") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithRemoteSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid}))
+	for i := range traceHashes {
+		ev := goldenEvent(i)
+		if err := l.Append(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.TraceID != tid.String() || ev.Hash != traceHashes[i] {
+			t.Fatalf("event %d: trace_id %q hash %s; want %s and golden %s", i, ev.TraceID, ev.Hash, tid, traceHashes[i])
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := audit.ComputeHash(b); err != nil || h != traceHashes[i] {
+			t.Fatalf("event %d recomputed: %s, %v", i, h, err)
+		}
+		// Another trace id is another event.
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["trace_id"] = "0af7651916cd43dd8448eb211c80319c"
+		forged, _ := json.Marshal(m)
+		if h, _ := audit.ComputeHash(forged); h == traceHashes[i] {
+			t.Fatalf("event %d: changing trace_id kept the hash", i)
+		}
+	}
+	// A trace id the caller set wins over the context's.
+	ev := goldenEvent(0)
+	ev.ID, ev.TraceID = "ev-3", "0af7651916cd43dd8448eb211c80319c"
+	if err := l.Append(ctx, ev); err != nil || ev.TraceID != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("explicit trace id: %q, %v", ev.TraceID, err)
+	}
+	// No span, no trace id: the member is absent, not empty.
+	ev = goldenEvent(1)
+	ev.ID = "ev-4"
+	if err := l.Append(t.Context(), ev); err != nil || ev.TraceID != "" {
+		t.Fatalf("event without a span: trace_id %q, %v", ev.TraceID, err)
+	}
+	if b, _ := json.Marshal(ev); strings.Contains(string(b), "trace_id") {
+		t.Fatalf("event without a trace id has the member: %s", b)
+	} else if h, err := audit.ComputeHash(b); err != nil || h != ev.Hash {
+		t.Fatalf("event without a trace id hashes to %s, %v; stored %s", h, err, ev.Hash)
+	}
+	if err := l.Sync(t.Context(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Get(t.Context(), "acme", "ev-1")
+	if err != nil || got.TraceID != tid.String() {
+		t.Fatalf("stored event: %+v, %v", got, err)
+	}
+	if res, err := l.Verify(t.Context(), "acme"); err != nil || !res.OK || res.EventsChecked != 4 {
+		t.Fatalf("verify: %+v, %v", res, err)
 	}
 }
 

@@ -66,6 +66,7 @@ const (
 //     (all stages timed), in nanoseconds, when timed.
 //   - custom: the event's id, call_id, phase, outcome, reasons,
 //     durations_us, seq, hash and log_index.
+//   - trace_id: OPA's own field, the event's W3C trace id when it has one.
 func ToOPAEvent(ev *Event) OPAEvent {
 	out := OPAEvent{
 		DecisionID: ev.DecisionID,
@@ -78,6 +79,7 @@ func ToOPAEvent(ev *Event) OPAEvent {
 			EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Outcome: ev.Outcome, Reasons: ev.Reasons,
 			DurationsUS: ev.DurationsUS, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex,
 		},
+		TraceID: ev.TraceID,
 	}
 	eval := "decide"
 	if ev.Outcome == "unavailable" {

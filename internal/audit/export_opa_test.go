@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -204,5 +205,30 @@ func TestMaskedPointers(t *testing.T) {
 	masked := audit.Mask(map[string]any{"args": map[string]any{"content": "secret", "path": "p"}}, []string{"/args/content"})
 	if got := audit.MaskedPointers(masked, "/input"); !slices.Equal(got, []string{"/input/args/content"}) {
 		t.Fatalf("pointers of a Mask result = %v", got)
+	}
+}
+
+// An event's trace id is OPA's own trace_id field; without one the field
+// is absent, as OPA omits it.
+func TestToOPAEventTraceID(t *testing.T) {
+	ev := opaBase()
+	ev.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	got, err := json.Marshal(audit.ToOPAEvent(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["trace_id"] != ev.TraceID {
+		t.Fatalf("trace_id %v in %s", m["trace_id"], got)
+	}
+	if custom, _ := m["custom"].(map[string]any); custom["trace_id"] != nil {
+		t.Fatal("trace_id repeated under custom")
+	}
+	ev.TraceID = ""
+	if got, _ = json.Marshal(audit.ToOPAEvent(ev)); strings.Contains(string(got), "trace_id") {
+		t.Fatalf("an event without a trace id: %s", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/tlog"
 )
@@ -170,7 +171,8 @@ func NewLog(store Store, opts LogOptions) (*Log, error) {
 }
 
 // Append commits ev and returns once it is durable. It fills ev.ID (when
-// empty) and ev.Time (when empty, from the clock) before queueing, and
+// empty), ev.Time (when empty, from the clock) and ev.TraceID (when empty,
+// from the span ctx carries: the request's trace) before queueing, and
 // ev.Hash once committed (Chain, Seq and PrevHash are "", 0 and "";
 // LogIndex stays nil: the event is integrated into the tree after its
 // commit).
@@ -205,6 +207,11 @@ func (l *Log) AppendWith(ctx context.Context, ev *Event, rec any) error {
 	}
 	if ev.Time == "" {
 		ev.Time = FormatTime(l.now())
+	}
+	if ev.TraceID == "" {
+		if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+			ev.TraceID = sc.TraceID().String()
+		}
 	}
 	e := *ev
 	e.Chain, e.Seq, e.PrevHash, e.Hash, e.LogIndex = "", 0, "", "", nil

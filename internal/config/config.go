@@ -21,6 +21,8 @@ type Config struct {
 	Debug     Debug     `yaml:"debug"`
 	// Sandbox configures the jail commands run in.
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Telemetry configures OpenTelemetry tracing.
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`
@@ -243,4 +245,25 @@ type Debug struct {
 	// address (a separate listener, no authentication): for profiling the
 	// gateway under load. Only loopback hosts are accepted.
 	PprofListen string `yaml:"pprof_listen"`
+}
+
+// Telemetry configures OpenTelemetry tracing (README "Tracing"). Nothing
+// is exported unless an OTLP endpoint is set, here or in the standard
+// environment variables.
+type Telemetry struct {
+	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, as
+	// OTEL_EXPORTER_OTLP_ENDPOINT (spans are posted to <url>/v1/traces),
+	// e.g. "http://otel-collector:4318". It wins over that variable; the
+	// other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
+	// compression, certificates) still apply. "" exports only when
+	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
+	// set.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// ServiceName is the service.name resource attribute of exported
+	// spans. Default: OTEL_SERVICE_NAME when set, else "toolgate".
+	ServiceName string `yaml:"service_name"`
+	// SampleRatio is the share (0 to 1) of the traces this gateway starts
+	// that are recorded and exported; default 1. A request with a
+	// traceparent follows its caller's sampled flag (parent-based).
+	SampleRatio float64 `yaml:"sample_ratio"`
 }

@@ -45,6 +45,9 @@ const (
 	DefaultApprovalTTL    = time.Hour
 	DefaultPollInterval   = 30 * time.Second
 	DefaultPollMaxBackoff = 5 * time.Minute
+	// DefaultSampleRatio is telemetry.sample_ratio's default: every trace
+	// started here is recorded (when an exporter is configured at all).
+	DefaultSampleRatio = 1.0
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -143,6 +146,7 @@ func defaults() *Config {
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},
 		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
 			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
+		Telemetry: Telemetry{SampleRatio: DefaultSampleRatio},
 	}
 }
 

@@ -190,6 +190,18 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"bad log level", goodYAML + "log:\n  level: loud\n", 21, "log.level", `got "loud"`},
 		{"pprof on a public address", goodYAML + "debug:\n  pprof_listen: \"0.0.0.0:6060\"\n", 21, "debug.pprof_listen", "must be a loopback address"},
 		{"pprof without port", goodYAML + "debug:\n  pprof_listen: localhost\n", 21, "debug.pprof_listen", "must be host:port"},
+		{"otlp endpoint without a scheme", goodYAML + "telemetry:\n  otlp_endpoint: collector:4318\n", 21, "telemetry.otlp_endpoint", "must be an http(s) URL with a host"},
+		{"otlp endpoint without a host", goodYAML + "telemetry:\n  otlp_endpoint: \"http://:4318\"\n", 21, "telemetry.otlp_endpoint", "must be an http(s) URL with a host"},
+		{"otlp endpoint of another scheme", goodYAML + "telemetry:\n  otlp_endpoint: grpc://collector:4317\n", 21, "telemetry.otlp_endpoint", "must be an http(s) URL"},
+		{"otlp endpoint with credentials", goodYAML + "telemetry:\n  otlp_endpoint: http://user:secret@collector:4318\n", 21, "telemetry.otlp_endpoint", "must not carry credentials"},
+		{"otlp endpoint with a query", goodYAML + "telemetry:\n  otlp_endpoint: http://collector:4318/?token=x\n", 21, "telemetry.otlp_endpoint", "must not have a query"},
+		{"otlp endpoint with a bad port", goodYAML + "telemetry:\n  otlp_endpoint: http://collector:99999\n", 21, "telemetry.otlp_endpoint", "port must be a number from 1 to 65535"},
+		{"sample ratio above 1", goodYAML + "telemetry:\n  sample_ratio: 1.5\n", 21, "telemetry.sample_ratio", "must be from 0 to 1, got 1.5"},
+		{"negative sample ratio", goodYAML + "telemetry:\n  sample_ratio: -0.1\n", 21, "telemetry.sample_ratio", "must be from 0 to 1"},
+		{"sample ratio not a number", goodYAML + "telemetry:\n  sample_ratio: half\n", 21, "telemetry.sample_ratio", "expected a number, got"},
+		{"sample ratio NaN", goodYAML + "telemetry:\n  sample_ratio: .nan\n", 21, "telemetry.sample_ratio", "invalid number"},
+		{"service name with a control character", goodYAML + "telemetry:\n  service_name: \"tool\\x01gate\"\n", 21, "telemetry.service_name", "without control characters"},
+		{"unknown telemetry key", goodYAML + "telemetry:\n  otlp_endpoit: http://c:4318\n", 21, "telemetry.otlp_endpoit", "unknown key"},
 		{"null list item", replace("[read-file, write-file]", "[read-file, ~]"), 19, "tools.builtin[1]", "empty list item"},
 		{"boolean expected", replace("  dir: policies", "  dir: policies\n  watch: sometimes"), 4, "policy.watch", "expected true or false"},
 	}
@@ -315,6 +327,9 @@ audit:    # null section keeps its defaults
 		{"tenants.acme.skills", cfg.Tenants["acme"].Skills, ""},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
+		{"telemetry.otlp_endpoint", cfg.Telemetry.OTLPEndpoint, ""},
+		{"telemetry.service_name", cfg.Telemetry.ServiceName, ""},
+		{"telemetry.sample_ratio", cfg.Telemetry.SampleRatio, 1.0},
 		{"file", cfg.File, file},
 	}
 	for _, c := range checks {
@@ -324,6 +339,27 @@ audit:    # null section keeps its defaults
 	}
 	if cfg.Policy.Watch == nil {
 		t.Error("policy.watch is nil after Load")
+	}
+}
+
+func TestLoadTelemetry(t *testing.T) {
+	_, file := fixture(t, goodYAML+`telemetry:
+  otlp_endpoint: https://otel-collector.observability:4318/otlp
+  service_name: toolgate-eu
+  sample_ratio: 0
+`)
+	cfg, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Telemetry{OTLPEndpoint: "https://otel-collector.observability:4318/otlp", ServiceName: "toolgate-eu", SampleRatio: 0}
+	if cfg.Telemetry != want {
+		t.Fatalf("telemetry = %+v, want %+v", cfg.Telemetry, want)
+	}
+	// An integer is a number too.
+	_, file = fixture(t, goodYAML+"telemetry:\n  sample_ratio: 1\n")
+	if cfg, err = Load(file); err != nil || cfg.Telemetry.SampleRatio != 1 {
+		t.Fatalf("sample_ratio: 1 gives %+v, %v", cfg, err)
 	}
 }
 

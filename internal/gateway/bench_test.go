@@ -28,7 +28,9 @@ func benchHandler(b *testing.B, path, body string, parallel bool) {
 	}
 }
 
-func benchHandlerWith(b *testing.B, opt func(*setup), path, body string, parallel bool) {
+// benchHandlerWith runs one benchmark; header adds name, value pairs to
+// every request.
+func benchHandlerWith(b *testing.B, opt func(*setup), path, body string, parallel bool, header ...string) {
 	h := start(b, opt)
 	tok := h.token("acme", "alice", "developer")
 	handler := h.g.Handler()
@@ -36,6 +38,9 @@ func benchHandlerWith(b *testing.B, opt func(*setup), path, body string, paralle
 		req := httptest.NewRequest("POST", path, bytes.NewReader([]byte(body)))
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {

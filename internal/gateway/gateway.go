@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/store"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tlog"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -52,7 +53,12 @@ type Gateway struct {
 	pipeline   *pipeline.Pipeline
 	invoker    *invoke.Invoker  // runs every call; holds the command slots
 	shadow     *pipeline.Shadow // nil without policy.shadow
+	tracing    *telemetry.Tracing
 }
+
+// TracingShutdownTimeout bounds how long Close waits for the spans still
+// queued to reach the collector.
+const TracingShutdownTimeout = 5 * time.Second
 
 // helperBinary locates this gateway binary, which can act as the
 // confinement helper (`gateway sandbox-exec`). Tests replace it to prove
@@ -98,6 +104,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}()
 	g.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(g.registry)
+
+	// Tracing: exported only when a collector is configured.
+	g.tracing, err = telemetry.Open(ctx, telemetry.Options{Telemetry: cfg.Telemetry, Logger: log})
+	if err != nil {
+		return nil, &config.Error{File: cfg.File, Key: "telemetry", Problem: err.Error()}
+	}
+	if g.tracing.Enabled() {
+		log.Info("exporting traces", "endpoint", g.tracing.Endpoint(), "sample_ratio", cfg.Telemetry.SampleRatio)
+	}
 
 	// Credentials.
 	if f := cfg.Auth.JWT.HS256SecretFile; f != "" {
@@ -204,13 +219,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
-		QuestionTTL: cfg.Approvals.QuestionTTL,
+		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
 		Confinement: g.confinementReport(), JWKS: jwks, Prover: prover{g.audit},
+		TracerProvider: g.tracing.Provider(),
 	}).Handler()
 	return g, nil
 }
@@ -315,6 +331,14 @@ func (g *Gateway) Close() error {
 
 func (g *Gateway) close() error {
 	var errs []error
+	if g.tracing != nil {
+		// Requests are done: send the spans still queued, within a bound.
+		ctx, cancel := context.WithTimeout(context.Background(), TracingShutdownTimeout)
+		if err := g.tracing.Shutdown(ctx); err != nil {
+			g.log.Warn("traces not flushed at shutdown", "err", err)
+		}
+		cancel()
+	}
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		errs = append(errs, g.closers[i]())
 	}

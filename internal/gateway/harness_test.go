@@ -36,6 +36,9 @@ type harness struct {
 	spec   *apispec.Spec
 	client *http.Client
 	mu     sync.Mutex // spec validation is not concurrent
+	// stop shuts the server down gracefully (as on SIGTERM) and waits for
+	// Serve to return; the gateway is closed at the end of the test.
+	stop func()
 }
 
 type setup struct {
@@ -162,9 +165,12 @@ policy:
 	}
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		<-done
+	})
+	t.Cleanup(func() {
+		stop()
 		g.Close()
 	})
 	secret, err := auth.ReadHS256Secret(filepath.Join(dir, "secret"))
@@ -172,7 +178,7 @@ policy:
 		t.Fatal(err)
 	}
 	return &harness{
-		t: t, dir: dir, base: "http://" + ln.Addr().String(), g: g, secret: secret,
+		t: t, dir: dir, base: "http://" + ln.Addr().String(), g: g, secret: secret, stop: stop,
 		spec: loadSpec(t), client: &http.Client{Timeout: 30 * time.Second},
 	}
 }

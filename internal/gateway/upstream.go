@@ -58,7 +58,7 @@ func (g *Gateway) addUpstreamTools(reg *tools.Registry, signer *assertion.Signer
 			Action: u.Action, Resources: u.Resources,
 			URL: u.Endpoint.URL, Method: u.Endpoint.Method, Timeout: u.Endpoint.Timeout,
 			MaxConcurrent: u.Endpoint.MaxConcurrent, MaxResponseBytes: u.Limits.MaxResponseBytes,
-			MaxOutputBytes: u.Limits.MaxOutputBytes,
+			MaxOutputBytes: u.Limits.MaxOutputBytes, TracerProvider: g.tracing.Provider(),
 		}, signer)
 		if err != nil {
 			return &config.Error{File: g.cfg.File, Key: key, Problem: err.Error()}

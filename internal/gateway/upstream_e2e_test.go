@@ -24,9 +24,10 @@ const upstreamSchema = `{"type":"object","additionalProperties":false,"required"
 // received is one call as the upstream service saw it, after the SDK
 // verified the assertion.
 type received struct {
-	id    *upstream.Identity
-	body  string
-	token string
+	id          *upstream.Identity
+	body        string
+	token       string
+	traceparent string
 }
 
 // fakeService is a maintenance-window service built on the SDK, on
@@ -61,7 +62,8 @@ func newFakeService(t *testing.T) *fakeService {
 			return
 		}
 		f.mu.Lock()
-		f.calls = append(f.calls, received{id: id, body: string(body), token: r.Header.Get(upstream.AssertionHeader)})
+		f.calls = append(f.calls, received{id: id, body: string(body), token: r.Header.Get(upstream.AssertionHeader),
+			traceparent: r.Header.Get("Traceparent")})
 		f.mu.Unlock()
 		var a mwArgs
 		if err := upstream.Decode(body, &a); err != nil {
@@ -126,11 +128,11 @@ func withUpstream(url string) func(*setup) {
 }
 
 // startWithUpstream runs a gateway declaring maintenance-window against a
-// fake service.
-func startWithUpstream(t *testing.T) (*harness, *fakeService) {
+// fake service, with opts applied after.
+func startWithUpstream(t *testing.T, opts ...func(*setup)) (*harness, *fakeService) {
 	t.Helper()
 	svc := newFakeService(t)
-	h := start(t, withUpstream(svc.srv.URL+"/maintenance-window"))
+	h := start(t, append([]func(*setup){withUpstream(svc.srv.URL + "/maintenance-window")}, opts...)...)
 	v, err := upstream.NewVerifier(upstream.Options{JWKSURL: h.base + "/.well-known/jwks.json", Audience: "maintenance-window"})
 	if err != nil {
 		t.Fatal(err)

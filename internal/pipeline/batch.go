@@ -79,12 +79,14 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 	b := &batch{cancel: cancel, failed: -1, results: out.Results, final: make([]bool, n)}
 
 	calls := make([]*call, n)
+	owned := false // the calls have spans of their own, to end
 	for i, bc := range req.Calls {
 		c := &call{
 			req: Request{Identity: req.Identity, Tool: bc.Tool, Arguments: bc.Arguments, SessionID: req.SessionID, CallID: bc.CallID},
 			run: run, rev: rev, callID: bc.CallID, decisionID: p.o.NewID(), durations: map[string]int64{},
 			canceled: b.isFailed,
 		}
+		c.span, owned = p.batchCallSpan(ctx)
 		if c.callID == "" {
 			c.callID = p.o.NewID()
 		}
@@ -151,6 +153,16 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		if !ran {
 			p.o.Metrics.FailClosed.WithLabelValues(causeOf(b.err)).Inc()
 			out.Results[b.failed] = Response{CallID: calls[b.failed].callID, DecisionID: calls[b.failed].decisionID}
+		}
+	}
+	if owned {
+		for i, c := range calls {
+			var err error
+			if i == out.Failed && !ran {
+				err = out.Err
+			}
+			c.noteSpan(out.Results[i], err)
+			c.span.End()
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -93,6 +95,9 @@ type Options struct {
 	// reads, so that a change made through another replica (which cannot
 	// wake it) is seen; default 5s.
 	PollRecheck time.Duration
+	// TracerProvider records a span per stage under the request's span
+	// (and a span per call of a batch); nil records none (trace.go).
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -100,9 +105,10 @@ const DefaultTenantConcurrency = 8
 
 // Pipeline runs tool calls and decisions.
 type Pipeline struct {
-	o     Options
-	calls waiters             // long-polling callers, by tenant and call id
-	slots *invoke.TenantSlots // batch calls running, per tenant
+	o      Options
+	calls  waiters             // long-polling callers, by tenant and call id
+	slots  *invoke.TenantSlots // batch calls running, per tenant
+	tracer trace.Tracer        // nil when Options.TracerProvider is
 }
 
 // New returns a Pipeline.
@@ -131,7 +137,8 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
-	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency)}
+	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency),
+		tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/pipeline")}
 }
 
 // Request is one call as the API received it. Identity is verified; the
@@ -210,6 +217,7 @@ type call struct {
 	decided    bool           // its decision event is committed
 	input      map[string]any // the masked document of that event
 	canceled   func() bool    // batch calls: whether a sibling failed permanently
+	span       trace.Span     // the request's span, or the call's own in a batch
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
@@ -217,11 +225,13 @@ func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response,
 	if run {
 		mode = "call"
 	}
-	c := &call{req: req, run: run, callID: req.CallID, decisionID: p.o.NewID(), durations: map[string]int64{}}
+	c := &call{req: req, run: run, callID: req.CallID, decisionID: p.o.NewID(), durations: map[string]int64{},
+		span: trace.SpanFromContext(ctx)}
 	if c.callID == "" {
 		c.callID = p.o.NewID()
 	}
 	resp, err := p.handleCall(ctx, c)
+	c.noteSpan(resp, err)
 	if err != nil {
 		p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
 		return Response{}, err
@@ -459,7 +469,9 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 // event is durable: the tool may run now.
 func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response {
 	id := c.req.Identity
-	out := p.o.Invoker.Invoke(ctx, a.prepared, a.dec.Obligations)
+	ictx, span := p.startSpan(ctx, c, "invoke")
+	out := p.o.Invoker.Invoke(ictx, a.prepared, a.dec.Obligations)
+	endInvoke(span, out)
 	var question *approval.Question
 	tool, _ := p.o.Registry.Lookup(c.spec.Name)
 	if q, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
@@ -494,7 +506,9 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		// The question commits with the result event that announces it,
 		// or neither exists.
 		res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
+		t0 := time.Now()
 		err := p.o.Audit.AppendWith(ctx, res, question)
+		p.auditSpan(c, t0)
 		if err == nil {
 			return resp
 		}
@@ -506,7 +520,10 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		res.Input = a.input
 		res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
 	}
-	if err := p.o.Audit.Append(ctx, res); err != nil {
+	t0 := time.Now()
+	err := p.o.Audit.Append(ctx, res)
+	p.auditSpan(c, t0)
+	if err != nil {
 		// The decision event is committed; failing the response now would
 		// only invite a retry of the effect.
 		p.o.Metrics.ResultAuditLost.Inc()
@@ -593,6 +610,7 @@ func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event, rec any
 		err = p.o.Audit.Append(ctx, ev)
 	}
 	p.o.Metrics.StageDuration.WithLabelValues("audit").Observe(time.Since(t0).Seconds())
+	p.auditSpan(c, t0)
 	if err == nil {
 		return nil
 	}
@@ -639,6 +657,7 @@ func (p *Pipeline) stage(name string, c *call, t0 time.Time) {
 	d := time.Since(t0)
 	c.durations[name] += d.Microseconds()
 	p.o.Metrics.StageDuration.WithLabelValues(name).Observe(d.Seconds())
+	telemetry.Stage(p.tracer, c.span, name, t0, t0.Add(d))
 }
 
 // errInternal marks failures that are bugs or environment faults, not

@@ -8,7 +8,8 @@
 // host) with a signed identity assertion (assertion.Header) naming the
 // caller, the call and the digests of the request document and of the
 // body, over a connection pool of its own, with a timeout and a
-// concurrency limit.
+// concurrency limit. The request carries the call's W3C trace context
+// (traceparent), so the service's own spans join the caller's trace.
 //
 // Responses follow the contract's model-facing rules:
 //

@@ -15,8 +15,10 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/assertion"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -41,6 +43,11 @@ type Declaration struct {
 	MaxConcurrent    int
 	MaxResponseBytes int64
 	MaxOutputBytes   int // 0: the gateway default
+	// TracerProvider makes each request to the service a client span
+	// ("upstream", a child of the call's invoke span); nil records none.
+	// Either way the request carries the W3C trace context of the call
+	// (traceparent, tracestate), so the service can join the trace.
+	TracerProvider trace.TracerProvider
 }
 
 // Tool is one upstream tool. It is safe for concurrent use.
@@ -131,7 +138,7 @@ func New(d Declaration, signer Signer) (*Tool, error) {
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	t.client = &http.Client{
-		Transport: t.transport,
+		Transport: telemetry.Transport(d.TracerProvider, t.transport),
 		// A redirect could point anywhere; the configured URL is the only
 		// target. A 3xx is an unexpected response.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
