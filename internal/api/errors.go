@@ -33,7 +33,7 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// CallID and DecisionID name the audited call a permanent failure
-	// belongs to.
+	// (or an unfinished first request, CodeUnfinished) belongs to.
 	CallID     string `json:"call_id,omitempty"`
 	DecisionID string `json:"decision_id,omitempty"`
 }
@@ -64,6 +64,9 @@ func pipelineFailure(err error) (status int, code, reason string, retryAfter boo
 
 // writePipelineError writes the failure of a single call or decision.
 func writePipelineError(w http.ResponseWriter, err error) {
+	if writeKeyError(w, err, "") {
+		return
+	}
 	status, code, reason, retry := pipelineFailure(err)
 	if retry {
 		w.Header().Set("Retry-After", "1")

@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL,
+		Keys:        g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
@@ -281,6 +282,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer close(done)
 			g.sweepApprovals(sctx)
+		}()
+		defer func() { stop(); <-done }()
+	}
+	{
+		kctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.pruneKeysEvery(kctx, keyPruneInterval(g.cfg.Limits.IdempotencyTTL))
 		}()
 		defer func() { stop(); <-done }()
 	}

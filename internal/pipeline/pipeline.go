@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/idempotency"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -93,6 +94,15 @@ type Options struct {
 	// reads, so that a change made through another replica (which cannot
 	// wake it) is seen; default 5s.
 	PollRecheck time.Duration
+	// Keys keeps the call_ids callers chose as idempotency keys (see
+	// claim); nil turns that off: every request decides and runs. Like
+	// Approvals it is a repository of the audit database.
+	Keys idempotency.Store
+	// KeyTTL is how long a key is kept after its response was recorded
+	// (default DefaultKeyTTL); KeyLease how long a key may stay reserved
+	// without one (default DefaultKeyLease); KeyPoll how often a waiting
+	// retry re-reads a key (default DefaultKeyPoll).
+	KeyTTL, KeyLease, KeyPoll time.Duration
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -103,6 +113,9 @@ type Pipeline struct {
 	o     Options
 	calls waiters             // long-polling callers, by tenant and call id
 	slots *invoke.TenantSlots // batch calls running, per tenant
+	// keyWaits wakes retries waiting for the first request with their
+	// call_id, by tenant and call id.
+	keyWaits waiters
 }
 
 // New returns a Pipeline.
@@ -131,6 +144,15 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
+	if o.KeyTTL <= 0 {
+		o.KeyTTL = DefaultKeyTTL
+	}
+	if o.KeyLease <= 0 {
+		o.KeyLease = DefaultKeyLease
+	}
+	if o.KeyPoll <= 0 {
+		o.KeyPoll = DefaultKeyPoll
+	}
 	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency)}
 }
 
@@ -141,7 +163,9 @@ type Request struct {
 	Tool      string
 	Arguments []byte
 	SessionID string
-	CallID    string // optional; generated when empty
+	// CallID is optional (generated when empty); one the caller chose is
+	// an idempotency key when Options.Keys is set.
+	CallID string
 }
 
 // Response is a call's or a decision's result. For decisions Outcome is a
@@ -210,6 +234,7 @@ type call struct {
 	decided    bool           // its decision event is committed
 	input      map[string]any // the masked document of that event
 	canceled   func() bool    // batch calls: whether a sibling failed permanently
+	keyed      bool           // it holds its call_id's idempotency key
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
@@ -221,12 +246,21 @@ func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response,
 	if c.callID == "" {
 		c.callID = p.o.NewID()
 	}
-	resp, err := p.handleCall(ctx, c)
+	// A retry answers the first request's response; nothing runs again.
+	resp, replayed, err := p.claim(ctx, c)
+	if !replayed && err == nil {
+		resp, err = p.handleCall(ctx, c)
+		p.settle(ctx, c, resp, err)
+	}
 	if err != nil {
-		p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		if !IsKeyError(err) {
+			p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		}
 		return Response{}, err
 	}
-	p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
+	if !replayed {
+		p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
+	}
 	return resp, nil
 }
 
