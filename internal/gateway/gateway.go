@@ -324,6 +324,9 @@ func (g *Gateway) Close() error {
 
 func (g *Gateway) close() error {
 	var errs []error
+	if g.pipeline != nil {
+		g.pipeline.Close()
+	}
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		errs = append(errs, g.closers[i]())
 	}

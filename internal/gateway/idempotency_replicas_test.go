@@ -1,37 +1,21 @@
 package gateway
 
 import (
-	"io"
-	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
-
-	"github.com/go-json-experiment/json"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
-// postCall sends one call and returns its status and whole body.
-func postCall(t *testing.T, base, token, tool string, body any) (int, map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", base+"/v1/tools/"+tool+"/calls", strings.NewReader(string(b)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := plainClient.Do(req)
+// call sends one call and returns its status and whole body.
+func (c *cluster) call(base, token, tool string, body any) (int, map[string]any) {
+	c.t.Helper()
+	code, out, err := postCall(base, token, tool, body)
 	if err != nil {
-		t.Error(err)
-		return 0, nil
+		c.t.Error(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Errorf("response is not JSON: %s", raw)
-	}
-	return resp.StatusCode, m
+	return code, out
 }
 
 // A call_id is one key for every replica of one PostgreSQL database: a
@@ -43,12 +27,12 @@ func TestRetryAtAnotherReplicaAnswersTheRecordedResponse(t *testing.T) {
 	a, b := c.start("a", c.dsn), c.start("b", c.dsn)
 	tok := c.token("developer", "auditor")
 
-	code, first := postCall(t, a.base, tok, "write-file", writeCall("idem-1"))
+	code, first := c.call(a.base, tok, "write-file", writeCall("idem-1"))
 	if code != 200 || first["outcome"] != "ok" {
 		t.Fatalf("first call at a: %d %v", code, first)
 	}
 	for _, r := range []*replica{b, a} {
-		if code, again := postCall(t, r.base, tok, "write-file", writeCall("idem-1")); code != 200 || !reflect.DeepEqual(again, first) {
+		if code, again := c.call(r.base, tok, "write-file", writeCall("idem-1")); code != 200 || !reflect.DeepEqual(again, first) {
 			t.Fatalf("retry at %s: %d %v, want the recorded %v", r.base, code, again, first)
 		}
 	}
@@ -61,7 +45,7 @@ func TestRetryAtAnotherReplicaAnswersTheRecordedResponse(t *testing.T) {
 	bodies := make([]map[string]any, n)
 	for i := range n {
 		r := []*replica{a, b}[i%2]
-		wg.Go(func() { codes[i], bodies[i] = postCall(t, r.base, tok, "write-file", writeCall("idem-2")) })
+		wg.Go(func() { codes[i], bodies[i] = c.call(r.base, tok, "write-file", writeCall("idem-2")) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -74,7 +58,7 @@ func TestRetryAtAnotherReplicaAnswersTheRecordedResponse(t *testing.T) {
 	other := writeCall("idem-1")
 	other["arguments"].(map[string]any)["content"] = "changed"
 	for _, r := range []*replica{a, b} {
-		code, body := postCall(t, r.base, tok, "write-file", other)
+		code, body := c.call(r.base, tok, "write-file", other)
 		if e, _ := body["error"].(map[string]any); code != 409 || e["code"] != "conflict" {
 			t.Fatalf("conflict at %s: %d %v", r.base, code, body)
 		}

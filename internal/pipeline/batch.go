@@ -442,7 +442,7 @@ func (p *Pipeline) claimBatch(ctx context.Context, b *batch, calls []*call) (int
 func (p *Pipeline) settleBatch(ctx context.Context, calls []*call, results []Response, failed int, ran bool) {
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		if !c.keyed {
+		if c.keyLease.IsZero() {
 			continue
 		}
 		r := results[i]

@@ -115,7 +115,7 @@ func (c *call) mode() string {
 // idempotency key. It returns replayed true with the response to answer
 // when the key already has one (after waiting for the first request when
 // it is still running); replayed false when c holds the key now
-// (c.keyed) or has none, and may go on. A store it cannot reach fails
+// (c.keyLease set) or has none, and may go on. A store it cannot reach fails
 // closed (ErrAudit): no call runs without its key.
 func (p *Pipeline) claim(ctx context.Context, c *call) (Response, bool, error) {
 	if p.o.Keys == nil || c.req.CallID == "" {
@@ -137,7 +137,7 @@ func (p *Pipeline) claim(ctx context.Context, c *call) (Response, bool, error) {
 			return Response{}, false, fmt.Errorf("%w: %v", ErrAudit, err)
 		}
 		if cur == nil {
-			c.keyed = true
+			c.keyLease = now.Add(p.o.KeyLease)
 			return Response{}, false, nil
 		}
 		resp, replayed, err := p.await(ctx, c, fp, cur)
@@ -283,34 +283,80 @@ func (p *Pipeline) settle(ctx context.Context, c *call, resp Response, err error
 }
 
 func (p *Pipeline) completeKey(ctx context.Context, c *call, resp Response) {
-	if !c.keyed {
+	if c.keyLease.IsZero() {
 		return
 	}
-	c.keyed = false
-	tenant := c.req.Identity.Tenant
-	defer p.keyWaits.notify(callKey(tenant, c.callID))
 	b, err := encodeResponse(resp)
-	if err == nil {
-		// The call is over: its response is recorded whatever the caller
-		// does now.
-		err = p.o.Keys.Complete(context.WithoutCancel(ctx), tenant, c.callID, c.decisionID, b, p.o.Now().Add(p.o.KeyTTL))
-	}
 	if err != nil {
 		// A retry of it answers UnfinishedError once the lease is over.
-		p.o.Logger.Error("idempotency key's response not recorded", "tenant", tenant, "call_id", c.callID,
+		p.o.Logger.Error("idempotency key's response not encoded", "tenant", c.req.Identity.Tenant, "call_id", c.callID,
 			"decision_id", c.decisionID, "err", err)
+		c.keyLease = time.Time{}
+		return
 	}
+	tenant, callID, decisionID := c.req.Identity.Tenant, c.callID, c.decisionID
+	// The call is over: its response is recorded whatever the caller does
+	// now.
+	p.keyWrite(c, "recorded", func(ctx context.Context) error {
+		return p.o.Keys.Complete(ctx, tenant, callID, decisionID, b, p.o.Now().Add(p.o.KeyTTL))
+	})
 }
 
 func (p *Pipeline) releaseKey(ctx context.Context, c *call) {
-	if !c.keyed {
+	if c.keyLease.IsZero() {
 		return
 	}
-	c.keyed = false
-	tenant := c.req.Identity.Tenant
-	defer p.keyWaits.notify(callKey(tenant, c.callID))
-	if err := p.o.Keys.Release(context.WithoutCancel(ctx), tenant, c.callID, c.decisionID); err != nil {
-		p.o.Logger.Error("idempotency key not released", "tenant", tenant, "call_id", c.callID,
-			"decision_id", c.decisionID, "err", err)
-	}
+	tenant, callID, decisionID := c.req.Identity.Tenant, c.callID, c.decisionID
+	p.keyWrite(c, "released", func(ctx context.Context) error {
+		return p.o.Keys.Release(ctx, tenant, callID, decisionID)
+	})
 }
+
+// keyWrite runs op, which completes or releases c's key, and wakes the
+// retries waiting for it on this replica. When the store fails, op is
+// retried in the background (every 100 ms, backing off to 5 s) until it
+// succeeds, the key is no longer this attempt's, its lease is over or the
+// pipeline closes: a database that was away for a moment must not leave
+// the key pending, with every retry waiting for the whole lease.
+func (p *Pipeline) keyWrite(c *call, what string, op func(context.Context) error) {
+	tenant, callID, decisionID, until := c.req.Identity.Tenant, c.callID, c.decisionID, c.keyLease
+	c.keyLease = time.Time{}
+	wake := func() { p.keyWaits.notify(callKey(tenant, callID)) }
+	err := op(p.life)
+	if err == nil || errors.Is(err, idempotency.ErrNotHeld) {
+		wake()
+		return
+	}
+	p.o.Logger.Error("idempotency key not "+what+"; retrying", "tenant", tenant, "call_id", callID,
+		"decision_id", decisionID, "err", err)
+	go func() {
+		defer wake()
+		delay := 100 * time.Millisecond
+		for {
+			t := time.NewTimer(delay)
+			select {
+			case <-p.life.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if !p.o.Now().Before(until) {
+				p.o.Logger.Error("idempotency key not "+what+" before its lease ended: its retries answer unfinished",
+					"tenant", tenant, "call_id", callID, "decision_id", decisionID)
+				return
+			}
+			err := op(p.life)
+			if err == nil || errors.Is(err, idempotency.ErrNotHeld) {
+				p.o.Logger.Info("idempotency key "+what+" after the store recovered", "tenant", tenant,
+					"call_id", callID, "decision_id", decisionID)
+				return
+			}
+			delay = min(2*delay, 5*time.Second)
+		}
+	}()
+}
+
+// Close stops the pipeline's background work (writes of idempotency keys
+// retried after a store failure). The gateway calls it before it closes
+// the stores.
+func (p *Pipeline) Close() { p.stop() }

@@ -116,6 +116,8 @@ type Pipeline struct {
 	// keyWaits wakes retries waiting for the first request with their
 	// call_id, by tenant and call id.
 	keyWaits waiters
+	life     context.Context // ends at Close
+	stop     context.CancelFunc
 }
 
 // New returns a Pipeline.
@@ -153,7 +155,8 @@ func New(o Options) *Pipeline {
 	if o.KeyPoll <= 0 {
 		o.KeyPoll = DefaultKeyPoll
 	}
-	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency)}
+	life, stop := context.WithCancel(context.Background())
+	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency), life: life, stop: stop}
 }
 
 // Request is one call as the API received it. Identity is verified; the
@@ -234,7 +237,9 @@ type call struct {
 	decided    bool           // its decision event is committed
 	input      map[string]any // the masked document of that event
 	canceled   func() bool    // batch calls: whether a sibling failed permanently
-	keyed      bool           // it holds its call_id's idempotency key
+	// keyLease is set while it holds its call_id's idempotency key: when
+	// the key's lease ends.
+	keyLease time.Time
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
