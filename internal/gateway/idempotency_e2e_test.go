@@ -41,6 +41,18 @@ func (h *harness) read(path string) string {
 	return string(b)
 }
 
+// idempotencyMetric is the value of toolgate_idempotency_total for result.
+func (h *harness) idempotencyMetric(result string) string {
+	h.t.Helper()
+	r := h.do("GET", "/metrics", "", nil)
+	for _, line := range strings.Split(string(r.raw), "\n") {
+		if v, ok := strings.CutPrefix(line, `toolgate_idempotency_total{result="`+result+`"} `); ok {
+			return v
+		}
+	}
+	return "0"
+}
+
 // phases lists the tenant's events of a call id, oldest first, as
 // "phase:outcome".
 func (h *harness) phases(tenant, callID string) []string {
@@ -91,6 +103,9 @@ func TestRetriedCallRunsOnceAndAnswersTheRecordedResponse(t *testing.T) {
 	if err != nil || res.DecisionID != first.str("decision_id") || res.Outcome != "ok" || res.Content != first.str("content") {
 		t.Fatalf("SDK retry: %+v, %v; want decision %s", res, err, first.str("decision_id"))
 	}
+	if got := h.idempotencyMetric("replayed"); got != "4" {
+		t.Fatalf("replayed = %s, want 4", got)
+	}
 	h.verify("acme")
 }
 
@@ -139,6 +154,9 @@ func TestReusedCallIDWithAnotherRequestIsAConflict(t *testing.T) {
 		&client.CallOptions{CallID: "edit-1", SessionID: "s-1"})
 	if !client.IsConflict(err) {
 		t.Fatalf("SDK: %v, want a conflict", err)
+	}
+	if got, replayed := h.idempotencyMetric("conflict"), h.idempotencyMetric("replayed"); got != "9" || replayed != "0" {
+		t.Fatalf("conflict = %s, replayed = %s; want 9 and 0", got, replayed)
 	}
 
 	// Another tenant's call ids are its own: globex's edit-1 runs.
@@ -342,6 +360,9 @@ func TestRetryWhileTheFirstRunsWaitsForItsResponse(t *testing.T) {
 	}()
 	if _, err := c.Call(ctx, "maintenance-window", map[string]any{"service_id": "payments"}, &client.CallOptions{CallID: "held-elsewhere"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("retry of a running call, canceled: %v", err)
+	}
+	if w, r := h.idempotencyMetric("waited"), h.idempotencyMetric("replayed"); w != "3" || r != "2" {
+		t.Fatalf("waited = %s, replayed = %s; want 3 and 2", w, r)
 	}
 	if n := svc.hits.Load(); n != 1 {
 		t.Fatalf("the service was called %d times, want 1", n)
@@ -568,6 +589,9 @@ func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
 	var ce *client.Error
 	if !client.IsUnfinished(err) || !errors.As(err, &ce) || ce.DecisionID != "d-crash-early" {
 		t.Fatalf("SDK: %v", err)
+	}
+	if got := h.idempotencyMetric("unfinished"); got != "3" {
+		t.Fatalf("unfinished = %s, want 3", got)
 	}
 	// Other arguments are still a conflict, not an unfinished call.
 	if r := h.call(alice, "write-file", `{"arguments":{"path":"notes/crash.txt","content":"y"},"call_id":"crash-early"}`); r.status != 409 || r.errCode() != "conflict" {

@@ -141,6 +141,15 @@ func (p *Pipeline) claim(ctx context.Context, c *call) (Response, bool, error) {
 			return Response{}, false, nil
 		}
 		resp, replayed, err := p.await(ctx, c, fp, cur)
+		var u *UnfinishedError
+		switch {
+		case errors.Is(err, ErrKeyConflict):
+			p.o.Metrics.Idempotency.WithLabelValues("conflict").Inc()
+		case errors.As(err, &u):
+			p.o.Metrics.Idempotency.WithLabelValues("unfinished").Inc()
+		case err == nil && replayed:
+			p.o.Metrics.Idempotency.WithLabelValues("replayed").Inc()
+		}
 		if err != nil || replayed {
 			return resp, replayed, err
 		}
@@ -178,6 +187,7 @@ func (p *Pipeline) await(ctx context.Context, c *call, fp string, cur *idempoten
 		if err == nil && next.State == idempotency.StatePending && !next.Abandoned(now) && next.Fingerprint == fp {
 			if !logged {
 				logged = true
+				p.o.Metrics.Idempotency.WithLabelValues("waited").Inc()
 				p.o.Logger.Debug("retry waits for the first request with its call_id", "tenant", tenant,
 					"call_id", c.callID, "decision_id", next.DecisionID)
 			}
@@ -289,6 +299,7 @@ func (p *Pipeline) completeKey(ctx context.Context, c *call, resp Response) {
 	b, err := encodeResponse(resp)
 	if err != nil {
 		// A retry of it answers UnfinishedError once the lease is over.
+		p.o.Metrics.Idempotency.WithLabelValues("unsettled").Inc()
 		p.o.Logger.Error("idempotency key's response not encoded", "tenant", c.req.Identity.Tenant, "call_id", c.callID,
 			"decision_id", c.decisionID, "err", err)
 		c.keyLease = time.Time{}
@@ -341,6 +352,7 @@ func (p *Pipeline) keyWrite(c *call, what string, op func(context.Context) error
 			case <-t.C:
 			}
 			if !p.o.Now().Before(until) {
+				p.o.Metrics.Idempotency.WithLabelValues("unsettled").Inc()
 				p.o.Logger.Error("idempotency key not "+what+" before its lease ended: its retries answer unfinished",
 					"tenant", tenant, "call_id", callID, "decision_id", decisionID)
 				return
