@@ -620,3 +620,48 @@ func TestKeysArePrunedAfterTheirTTL(t *testing.T) {
 		t.Fatalf("after the TTL: %d %s, want a new decision", again.status, again.raw)
 	}
 }
+
+func TestExpiredHeldCallRetryIsDeniedNotHeldAgain(t *testing.T) {
+	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  ttl: 300ms\n" })
+	alice := h.token("acme", "alice", "developer")
+	body := `{"arguments":{"path":"release/VERSION","content":"2"},"session_id":"s-1","call_id":"rel-x"}`
+	id := approvalID(t, h.call(alice, "write-file", body))
+	time.Sleep(600 * time.Millisecond) // past the expiry; no timing is asserted
+	r := h.call(alice, "write-file", body)
+	data, _ := r.body["data"].(map[string]any)
+	if r.status != 200 || r.str("outcome") != "denied" || r.str("content") != "permission denied" ||
+		data["status"] != "expired" || data["approval_id"] != id {
+		t.Fatalf("retry after expiry: %d %s", r.status, r.raw)
+	}
+	if got := h.phases("acme", "rel-x"); strings.Join(got, " ") != "decision:approval_required approval:expired" {
+		t.Fatalf("audit of rel-x: %v: the retry was decided or held again", got)
+	}
+	if h.release() != "1\n" {
+		t.Fatal("the expired call ran")
+	}
+}
+
+func TestAskUserRetryAnswersTheAnswerOnceGiven(t *testing.T) {
+	h := start(t, withAskUser)
+	alice := h.token("acme", "alice", "developer")
+	body := `{"arguments":{"question":"Which branch?"},"session_id":"s-1","call_id":"ask-1"}`
+	first := h.call(alice, "ask-user", body)
+	qid, _ := first.body["data"].(map[string]any)["question_id"].(string)
+	if first.status != 200 || first.str("outcome") != "awaiting_user" || qid == "" {
+		t.Fatalf("ask: %d %s", first.status, first.raw)
+	}
+	sameResponse(t, "retry while the question waits", first, h.call(alice, "ask-user", body))
+	if r := h.answer(alice, qid, "main"); r.status != 200 {
+		t.Fatalf("answer: %d %s", r.status, r.raw)
+	}
+	r := h.call(alice, "ask-user", body)
+	data, _ := r.body["data"].(map[string]any)
+	if r.status != 200 || r.str("outcome") != "ok" || r.str("content") != "main" || r.body["is_error"] != false ||
+		r.str("decision_id") != first.str("decision_id") || data["question_id"] != qid || data["answered_by"] != "alice" {
+		t.Fatalf("retry after the answer: %d %s", r.status, r.raw)
+	}
+	// One question was asked, once.
+	if got := h.phases("acme", "ask-1"); strings.Join(got, " ") != "decision:allow result:awaiting_user question:answered" {
+		t.Fatalf("audit of ask-1: %v", got)
+	}
+}
