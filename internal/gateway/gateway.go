@@ -205,6 +205,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL,
 		Keys:        g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
+		KeyLease: keyLease(reg, cfg.Limits.DefaultTimeout),
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
