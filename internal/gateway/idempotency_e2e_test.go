@@ -216,6 +216,19 @@ func TestRetryOfEveryOutcomeAnswersTheRecordedResponse(t *testing.T) {
 	if h.read("acme/notes/pdp.txt") != "" {
 		t.Fatal("the decision's call ran")
 	}
+	// A batch of decisions too.
+	batch := []byte(`{"calls":[{"tool":"write-file","arguments":{"path":"notes/b.txt","content":"x"},"call_id":"bd-1"},
+		{"tool":"read-file","arguments":{"path":"secrets/db.env"},"call_id":"bd-2"}]}`)
+	bd := h.do("POST", "/v1/batches/decisions", alice, batch)
+	if bd.status != 200 {
+		t.Fatalf("batch of decisions: %d %s", bd.status, bd.raw)
+	}
+	sameResponse(t, "retried batch of decisions", bd, h.do("POST", "/v1/batches/decisions", alice, batch))
+	for _, id := range []string{"bd-1", "bd-2"} {
+		if got := h.events("acme", "call_id="+id); len(got) != 1 {
+			t.Fatalf("%s: %d events, want its one decision", id, len(got))
+		}
+	}
 }
 
 // gatedService is an upstream tool whose calls wait until the test opens
