@@ -571,7 +571,7 @@ func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
 	args := `{"path":"notes/crash.txt","content":"x"}`
 	fp := idempotency.Fingerprint(idempotency.Request{Mode: "call", Tool: "write-file", Arguments: []byte(args), Principal: "alice"})
 	past := time.Now().Add(-pipeline.DefaultKeyLease - time.Minute)
-	for _, k := range []string{"crash-early", "crash-late"} {
+	for _, k := range []string{"crash-early", "crash-late", "crash-ran"} {
 		cur, err := h.g.db.Idempotency().Reserve(t.Context(), &idempotency.Key{Tenant: "acme", CallID: k, Fingerprint: fp,
 			DecisionID: "d-" + k, State: idempotency.StatePending, CreatedAt: past, LeaseUntil: past.Add(pipeline.DefaultKeyLease),
 			ExpiresAt: past.Add(48 * time.Hour)}, past)
@@ -579,14 +579,20 @@ func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
 			t.Fatalf("reserve %s: %+v %v", k, cur, err)
 		}
 	}
-	must(t, h.g.audit.Append(t.Context(), &audit.Event{Tenant: "acme", Principal: "alice", CallID: "crash-late", DecisionID: "d-crash-late",
-		Tool: "write-file", Action: "fs.write", Phase: audit.PhaseDecision, Outcome: "allow", Reasons: []string{},
-		Input: map[string]any{}, DurationsUS: map[string]int64{}}))
+	event := func(callID, phase, outcome string) {
+		must(t, h.g.audit.Append(t.Context(), &audit.Event{Tenant: "acme", Principal: "alice", CallID: callID, DecisionID: "d-" + callID,
+			Tool: "write-file", Action: "fs.write", Phase: phase, Outcome: outcome, Reasons: []string{},
+			Input: map[string]any{}, DurationsUS: map[string]int64{}}))
+	}
+	event("crash-late", audit.PhaseDecision, "allow")
+	event("crash-ran", audit.PhaseDecision, "allow")
+	event("crash-ran", audit.PhaseResult, "ok")
 
 	before := h.snapshot()
 	for _, tc := range []struct{ callID, says string }{
 		{"crash-early", "it stopped before it was allowed, so nothing ran"},
-		{"crash-late", "its allow decision was committed, so the tool may have run"},
+		{"crash-late", "its allow decision was committed, so the tool may have run: see the audit events of its decision_id; nothing"},
+		{"crash-ran", "so the tool may have run: see the audit events of its decision_id (the last of them says ok)"},
 	} {
 		r := h.call(alice, "write-file", `{"arguments":`+args+`,"call_id":"`+tc.callID+`"}`)
 		e, _ := r.body["error"].(map[string]any)
@@ -603,8 +609,8 @@ func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
 	if !client.IsUnfinished(err) || !errors.As(err, &ce) || ce.DecisionID != "d-crash-early" {
 		t.Fatalf("SDK: %v", err)
 	}
-	if got := h.idempotencyMetric("unfinished"); got != "3" {
-		t.Fatalf("unfinished = %s, want 3", got)
+	if got := h.idempotencyMetric("unfinished"); got != "4" {
+		t.Fatalf("unfinished = %s, want 4", got)
 	}
 	// Other arguments are still a conflict, not an unfinished call.
 	if r := h.call(alice, "write-file", `{"arguments":{"path":"notes/crash.txt","content":"y"},"call_id":"crash-early"}`); r.status != 409 || r.errCode() != "conflict" {
