@@ -339,6 +339,12 @@ func TestRetryWhileTheFirstRunsWaitsForItsResponse(t *testing.T) {
 		close(svc.gate)
 		t.Fatal("the retries did not wait for the first call")
 	}
+	// Another request with the call_id does not wait: it is a conflict at
+	// once, while the first still runs.
+	if r := h.call(alice, "maintenance-window", `{"arguments":{"service_id":"search"},"call_id":"slow-1"}`); r.status != 409 || r.errCode() != "conflict" {
+		close(svc.gate)
+		t.Fatalf("other arguments while the first runs: %d %s", r.status, r.raw)
+	}
 	close(svc.gate)
 	wg.Wait()
 	if results[0].status != 200 || results[0].str("outcome") != "ok" || results[0].str("content") != "window: Sunday 02:00" {
