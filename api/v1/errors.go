@@ -8,6 +8,7 @@ const (
 	CodeNotFound             = "not_found"              // 404
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405
 	CodeConflict             = "conflict"               // 409
+	CodeUnfinished           = "unfinished"             // 409: a call_id whose first request never finished
 	CodeTooLarge             = "too_large"              // 413
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415
 	CodePermanentFailure     = "permanent_failure"      // 424
@@ -27,7 +28,8 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// CallID and DecisionID name the audited call a failure belongs to
-	// (a permanent failure, a batch entry).
+	// (a permanent failure, a batch entry, an unfinished first request
+	// with the same call_id).
 	CallID     string `json:"call_id,omitempty"`
 	DecisionID string `json:"decision_id,omitempty"`
 }

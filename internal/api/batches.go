@@ -60,6 +60,9 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, run bool) {
 	out := s.o.Pipeline.Batch(r.Context(), pipeline.BatchRequest{
 		Identity: identity(r), SessionID: env.SessionID, Calls: env.Calls,
 	}, run)
+	if out.Err != nil && out.Failed >= 0 && writeKeyError(w, out.Err, batchAt(out.Failed)) {
+		return // a call_id stopped the batch before any call was decided
+	}
 	results := make([]any, len(out.Results))
 	for i, resp := range out.Results {
 		if run {

@@ -59,6 +59,9 @@ func pipelineFailure(err error) (status int, code, reason string, retryAfter boo
 
 // writePipelineError writes the failure of a single call or decision.
 func writePipelineError(w http.ResponseWriter, err error) {
+	if writeKeyError(w, err, "") {
+		return
+	}
 	status, code, reason, retry := pipelineFailure(err)
 	if retry {
 		w.Header().Set("Retry-After", "1")

@@ -185,6 +185,10 @@ type Limits struct {
 	// batch calls alike, under the gateway's global cap of 64 calls
 	// (default 8).
 	TenantCommands int `yaml:"tenant_commands"`
+	// IdempotencyTTL is how long the response of a call whose call_id the
+	// caller chose is kept for its retries, from when it was answered
+	// (default 24h); pruned after that (README "Retries and idempotency").
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
 }
 
 // Sandbox configures the command jail (README "Security model").

@@ -43,6 +43,8 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
 	DefaultApprovalTTL    = time.Hour
+	// DefaultIdempotencyTTL is limits.idempotency_ttl's default.
+	DefaultIdempotencyTTL = 24 * time.Hour
 	DefaultPollInterval   = 30 * time.Second
 	DefaultPollMaxBackoff = 5 * time.Minute
 	// DefaultSampleRatio is telemetry.sample_ratio's default: every trace
@@ -141,6 +143,7 @@ func defaults() *Config {
 			MaxBatchCalls:     DefaultMaxBatchCalls,
 			TenantConcurrency: DefaultTenantConc,
 			TenantCommands:    DefaultTenantCommands,
+			IdempotencyTTL:    DefaultIdempotencyTTL,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},

@@ -183,6 +183,9 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"huge batch size", goodYAML + "limits:\n  max_batch_calls: 5000\n", 21, "limits.max_batch_calls", "must be at most 1024, got 5000"},
 		{"zero tenant concurrency", goodYAML + "limits:\n  tenant_concurrency: 0\n", 21, "limits.tenant_concurrency", "must be positive"},
 		{"negative tenant commands", goodYAML + "limits:\n  tenant_commands: -1\n", 21, "limits.tenant_commands", "must be positive"},
+		{"idempotency ttl under a minute", goodYAML + "limits:\n  idempotency_ttl: 30s\n", 21, "limits.idempotency_ttl", "must be at least 1m, got 30s"},
+		{"negative idempotency ttl", goodYAML + "limits:\n  idempotency_ttl: -24h\n", 21, "limits.idempotency_ttl", "must be at least 1m, got -24h0m0s"},
+		{"idempotency ttl is a duration", goodYAML + "limits:\n  idempotency_ttl: 24\n", 21, "limits.idempotency_ttl", "expected a duration"},
 		{"missing skills folder", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: skills/gone"),
 			18, "tenants.acme.skills", "does not exist"},
 		{"skills inside a workspace", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: var/workspaces/acme"),
@@ -324,6 +327,7 @@ audit:    # null section keeps its defaults
 		{"limits.max_batch_calls", cfg.Limits.MaxBatchCalls, 32},
 		{"limits.tenant_concurrency", cfg.Limits.TenantConcurrency, 8},
 		{"limits.tenant_commands", cfg.Limits.TenantCommands, 8},
+		{"limits.idempotency_ttl", cfg.Limits.IdempotencyTTL, 24 * time.Hour},
 		{"tenants.acme.skills", cfg.Tenants["acme"].Skills, ""},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
@@ -367,6 +371,7 @@ func TestLoadKeepsExplicitValues(t *testing.T) {
 	_, file := fixture(t, goodYAML+`limits:
   max_body_bytes: 0x1000
   default_timeout: 1m30s
+  idempotency_ttl: 168h
 log:
   level: debug
   format: json
@@ -398,7 +403,7 @@ log:
 	if cfg.Auth.JWT.Issuer != "https://issuer.example" || cfg.Auth.JWT.Audience != "toolgate" {
 		t.Errorf("jwt = %+v", cfg.Auth.JWT)
 	}
-	if cfg.Limits.MaxBodyBytes != 4096 || cfg.Limits.DefaultTimeout != 90*time.Second {
+	if cfg.Limits.MaxBodyBytes != 4096 || cfg.Limits.DefaultTimeout != 90*time.Second || cfg.Limits.IdempotencyTTL != 168*time.Hour {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
 	if cfg.Log != (Log{Level: "debug", Format: "json"}) {

@@ -479,6 +479,11 @@ func (v *validator) limits(l Limits) {
 	if l.DefaultTimeout <= 0 {
 		v.add("limits.default_timeout", "must be positive, got %s", l.DefaultTimeout)
 	}
+	// A key must outlive the retries of a network error: shorter than a
+	// minute, a retry after a timeout could run the call again.
+	if l.IdempotencyTTL < time.Minute {
+		v.add("limits.idempotency_ttl", "must be at least 1m, got %s", l.IdempotencyTTL)
+	}
 }
 
 func (v *validator) sandbox(s Sandbox) {

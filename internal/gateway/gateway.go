@@ -220,6 +220,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
+		Keys: g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
+		KeyLease: keyLease(reg, cfg.Limits.DefaultTimeout),
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
@@ -301,6 +303,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 		defer func() { stop(); <-done }()
 	}
+	{
+		kctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.pruneKeysEvery(kctx, keyPruneInterval(g.cfg.Limits.IdempotencyTTL))
+		}()
+		defer func() { stop(); <-done }()
+	}
 	if addr := g.cfg.Debug.PprofListen; addr != "" {
 		stop, err := g.servePprof(addr)
 		if err != nil {
@@ -331,6 +342,9 @@ func (g *Gateway) Close() error {
 
 func (g *Gateway) close() error {
 	var errs []error
+	if g.pipeline != nil {
+		g.pipeline.Close()
+	}
 	if g.tracing != nil {
 		// Requests are done: send the spans still queued, within a bound.
 		ctx, cancel := context.WithTimeout(context.Background(), TracingShutdownTimeout)

@@ -161,21 +161,26 @@ var plainClient = &http.Client{Timeout: 30 * time.Second}
 
 // post returns the status and the outcome of one call.
 func post(base, token, tool string, body any) (int, string, error) {
+	code, out, err := postCall(base, token, tool, body)
+	outcome, _ := out["outcome"].(string)
+	return code, outcome, err
+}
+
+// postCall returns the status and the whole body of one call.
+func postCall(base, token, tool string, body any) (int, map[string]any, error) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", base+"/v1/tools/"+tool+"/calls", strings.NewReader(string(b)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := plainClient.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	var out struct {
-		Outcome string `json:"outcome"`
-	}
+	var out map[string]any
 	raw, _ := io.ReadAll(resp.Body)
 	json.Unmarshal(raw, &out)
-	return resp.StatusCode, out.Outcome, nil
+	return resp.StatusCode, out, nil
 }
 
 func get(base, token, path string) (int, map[string]any) {
@@ -608,6 +613,27 @@ func outage(t *testing.T, dsn, gatewayDSN string, down, up func()) {
 			t.Fatalf("no successful call after recovery: %d %s", code, outcome)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// A refused call retried with its call_id runs now: failing closed kept
+	// no idempotency key (released at once, or, when the database was
+	// away, as soon as it was back), so the retry is not left waiting.
+	retried := 0
+	for id := range refused {
+		if retried == 5 {
+			break
+		}
+		retried++
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, outcome, err := post(r.base, tok, "write-file", writeCall(id))
+			if err == nil && code == 200 && outcome == "ok" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("refused call %s retried after recovery: %d %s %v", id, code, outcome, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	c.reconcile(t, allEvents(t, r.base, tok))
 	if code, v := get(r.base, tok, "/v1/audit/verify"); code != 200 || v["ok"] != true {

@@ -14,6 +14,7 @@ type Metrics struct {
 	StageDuration   *prometheus.HistogramVec // stage
 	FailClosed      *prometheus.CounterVec   // cause
 	ResultAuditLost prometheus.Counter
+	Idempotency     *prometheus.CounterVec // result (replayed|waited|conflict|unfinished|unsettled)
 }
 
 // ToolLabel is the tool label value for a call: the configured tool's name,
@@ -51,9 +52,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultAuditLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolgate_audit_result_write_failures_total", Help: "Result events that could not be written after a tool ran (its decision event was committed).",
 		}),
+		Idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_idempotency_total",
+			Help: "Requests with a call_id the caller chose, by what their key did: replayed (answered the recorded response), waited (waited for the first request first), conflict (409: another request used the call_id), unfinished (409: the first request never finished), unsettled (a response the store could not record, or a key it could not release, before the key's lease ended).",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost)
+		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost,
+			m.Idempotency)
 	}
 	return m
 }

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +26,9 @@ type BatchRequest struct {
 type BatchCall struct {
 	Tool      string
 	Arguments []byte
-	CallID    string // optional; generated when empty
+	// CallID is optional (generated when empty); one the caller chose is
+	// an idempotency key, as for a single call.
+	CallID string
 }
 
 // ErrToolPermanent is the failure of a batch one of whose calls ran and
@@ -38,7 +42,9 @@ var ErrToolPermanent = errors.New("the tool reported a permanent failure")
 // internal) that canceled the batch, nil when none; Failed is the index of
 // the call that met it, or -1 when no call did (no policy loaded at all).
 // The failed call's result is empty (it was not run) except for
-// ErrToolPermanent, where it is the call's audited tool_error.
+// ErrToolPermanent, where it is the call's audited tool_error. When a
+// call_id stopped the batch before any call was decided (IsKeyError), or
+// the idempotency store failed then, Results is nil.
 type BatchResponse struct {
 	Results []Response
 	Err     error
@@ -60,7 +66,11 @@ type BatchResponse struct {
 //     has not finished: those are audited and answered as canceled, and
 //     Err is the initiating failure, never a sibling's cancellation;
 //   - a call held for approval is held as a single call is (its result
-//     carries data.approval_id) and counts as finished.
+//     carries data.approval_id) and counts as finished;
+//   - a call whose call_id has a recorded response answers it and is not
+//     decided again (a recorded permanent failure fails the batch again);
+//     a call_id used by another request fails the whole batch before any
+//     call is decided (ErrKeyConflict, UnfinishedError; Results nil).
 func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchResponse {
 	mode := "decision"
 	if run {
@@ -93,10 +103,24 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		calls[i] = c
 	}
 
+	// Idempotency keys, before anything is decided.
+	if i, err := p.claimBatch(ctx, b, calls); err != nil {
+		for _, c := range calls {
+			p.releaseKey(ctx, c)
+		}
+		out.Err, out.Failed, out.Results = err, -1, nil
+		if IsKeyError(err) {
+			out.Failed = i
+		} else {
+			p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		}
+		return out
+	}
+
 	// Availability, once per distinct tool, before any argument is decoded.
 	gates := map[string]*gate{}
 	for i, c := range calls {
-		if _, done := gates[c.req.Tool]; done {
+		if _, done := gates[c.req.Tool]; done || b.final[i] {
 			continue
 		}
 		t0 := time.Now()
@@ -115,6 +139,9 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 	for i, c := range calls {
 		if b.isFailed() {
 			break
+		}
+		if b.final[i] {
+			continue // answered from its idempotency key
 		}
 		wg.Add(1)
 		go func() {
@@ -148,6 +175,7 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 			p.o.Metrics.Calls.WithLabelValues(mode, calls[i].toolLabel(), r.Outcome).Inc()
 		}
 	}
+	p.settleBatch(ctx, calls, b.results, b.failed, ran)
 	if b.err != nil {
 		out.Err, out.Failed = b.err, b.failed
 		if !ran {
@@ -380,4 +408,63 @@ func (b *batch) finish(i int, r Response) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.results[i], b.final[i] = r, true
+}
+
+// claimBatch claims the idempotency key of every call of the batch whose
+// call_id the caller chose. A call with a recorded response is finished
+// with it: the recorded permanent failure of a call that ran fails the
+// batch as it did the first time. The first call whose key cannot be
+// claimed (a conflict, an unfinished first request, the store failing)
+// is returned with its error.
+//
+// The keys are claimed one at a time in call_id order, waiting for a key
+// another request holds while keeping those claimed before it: every
+// batch takes its keys in the same order (a single call takes one), so
+// two batches sharing call_ids never wait for each other in a cycle.
+func (p *Pipeline) claimBatch(ctx context.Context, b *batch, calls []*call) (int, error) {
+	if p.o.Keys == nil {
+		return -1, nil
+	}
+	var order []int
+	for i, c := range calls {
+		if c.req.CallID != "" {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(i, j int) int { return strings.Compare(calls[i].callID, calls[j].callID) })
+	for _, i := range order {
+		c := calls[i]
+		resp, replayed, err := p.claim(ctx, c)
+		switch {
+		case err != nil:
+			return i, err
+		case replayed && resp.Permanent && c.run:
+			b.failRan(i, resp)
+		case replayed:
+			b.finish(i, resp)
+		}
+	}
+	return -1, nil
+}
+
+// settleBatch records each call's response in its idempotency key, or
+// releases the key of a call that never started: the call that failed the
+// batch closed (unless it ran: ran) and the calls canceled before they
+// started, so that a retry of the batch decides and runs them.
+func (p *Pipeline) settleBatch(ctx context.Context, calls []*call, results []Response, failed int, ran bool) {
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		if c.keyLease.IsZero() {
+			continue
+		}
+		r := results[i]
+		wg.Go(func() {
+			if i == failed && !ran || r.Outcome == OutcomeCanceled && r.Data["started"] != true {
+				p.releaseKey(ctx, c)
+				return
+			}
+			p.completeKey(ctx, c, r)
+		})
+	}
+	wg.Wait()
 }

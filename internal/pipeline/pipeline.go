@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/idempotency"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -98,6 +99,15 @@ type Options struct {
 	// TracerProvider records a span per stage under the request's span
 	// (and a span per call of a batch); nil records none (trace.go).
 	TracerProvider trace.TracerProvider
+	// Keys keeps the call_ids callers chose as idempotency keys (see
+	// claim); nil turns that off: every request decides and runs. Like
+	// Approvals it is a repository of the audit database.
+	Keys idempotency.Store
+	// KeyTTL is how long a key is kept after its response was recorded
+	// (default DefaultKeyTTL); KeyLease how long a key may stay reserved
+	// without one (default DefaultKeyLease); KeyPoll how often a waiting
+	// retry re-reads a key (default DefaultKeyPoll).
+	KeyTTL, KeyLease, KeyPoll time.Duration
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -109,6 +119,11 @@ type Pipeline struct {
 	calls  waiters             // long-polling callers, by tenant and call id
 	slots  *invoke.TenantSlots // batch calls running, per tenant
 	tracer trace.Tracer        // nil when Options.TracerProvider is
+	// keyWaits wakes retries waiting for the first request with their
+	// call_id, by tenant and call id.
+	keyWaits waiters
+	life     context.Context // ends at Close
+	stop     context.CancelFunc
 }
 
 // New returns a Pipeline.
@@ -137,7 +152,17 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
-	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency),
+	if o.KeyTTL <= 0 {
+		o.KeyTTL = DefaultKeyTTL
+	}
+	if o.KeyLease <= 0 {
+		o.KeyLease = DefaultKeyLease
+	}
+	if o.KeyPoll <= 0 {
+		o.KeyPoll = DefaultKeyPoll
+	}
+	life, stop := context.WithCancel(context.Background())
+	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency), life: life, stop: stop,
 		tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/pipeline")}
 }
 
@@ -148,7 +173,9 @@ type Request struct {
 	Tool      string
 	Arguments []byte
 	SessionID string
-	CallID    string // optional; generated when empty
+	// CallID is optional (generated when empty); one the caller chose is
+	// an idempotency key when Options.Keys is set.
+	CallID string
 }
 
 // Response is a call's or a decision's result. For decisions Outcome is a
@@ -218,6 +245,9 @@ type call struct {
 	input      map[string]any // the masked document of that event
 	canceled   func() bool    // batch calls: whether a sibling failed permanently
 	span       trace.Span     // the request's span, or the call's own in a batch
+	// keyLease is set while it holds its call_id's idempotency key: when
+	// the key's lease ends.
+	keyLease time.Time
 }
 
 func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response, error) {
@@ -230,13 +260,22 @@ func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response,
 	if c.callID == "" {
 		c.callID = p.o.NewID()
 	}
-	resp, err := p.handleCall(ctx, c)
+	// A retry answers the first request's response; nothing runs again.
+	resp, replayed, err := p.claim(ctx, c)
+	if !replayed && err == nil {
+		resp, err = p.handleCall(ctx, c)
+		p.settle(ctx, c, resp, err)
+	}
 	c.noteSpan(resp, err)
 	if err != nil {
-		p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		if !IsKeyError(err) {
+			p.o.Metrics.FailClosed.WithLabelValues(causeOf(err)).Inc()
+		}
 		return Response{}, err
 	}
-	p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
+	if !replayed {
+		p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
+	}
 	return resp, nil
 }
 

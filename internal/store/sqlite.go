@@ -186,6 +186,7 @@ func openSQLiteDSN(ctx context.Context, dsn string, o options) (_ *DB, err error
 		audit:     a,
 		approvals: &approvals{w: w, r: r},
 		tasks:     &sqliteTasks{w: w, r: r},
+		keys:      &idempotencyKeys{w: w, r: r},
 		close:     closeAll,
 	}, nil
 }

@@ -2,8 +2,8 @@
 // (SQLite through modernc.org/sqlite, PostgreSQL through pgx), brings one
 // numbered schema up to date with one migration runner (goose), and hands
 // out the repositories the rest of the gateway persists through: the audit
-// log's audit.Store, the approvals' approval.Store and the task tools'
-// task.Store. No other package opens the database or knows which driver
+// log's audit.Store, the approvals' approval.Store, the task tools'
+// task.Store and the idempotency keys' idempotency.Store. No other package opens the database or knows which driver
 // it is.
 //
 // Because every repository lives in one database, the audit store can
@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/idempotency"
 	"github.com/toolgate/toolgate/internal/tools/task"
 )
 
@@ -49,6 +50,7 @@ type DB struct {
 	audit     audit.Store
 	approvals approval.Store
 	tasks     task.Store
+	keys      idempotency.Store
 	close     func() error
 	closeOnce sync.Once
 	closeErr  error
@@ -65,6 +67,10 @@ func (db *DB) Approvals() approval.Store { return db.approvals }
 
 // Tasks returns the task tools' repository.
 func (db *DB) Tasks() task.Store { return db.tasks }
+
+// Idempotency returns the repository of the call ids callers chose as
+// idempotency keys.
+func (db *DB) Idempotency() idempotency.Store { return db.keys }
 
 // Close releases the database; it is idempotent. Repositories must not be
 // used afterwards.
