@@ -102,6 +102,7 @@ func openPostgresDSN(ctx context.Context, dsn string, o options) (*DB, error) {
 		audit:     &pgAudit{pool: pool, writeTimeout: o.writeTimeout},
 		approvals: &approvals{w: db, r: db, dollar: true},
 		tasks:     &pgTasks{pool: pool},
+		limiter:   &pgLimiter{pool: pool, timeout: o.writeTimeout},
 		close: func() error {
 			err := db.Close()
 			pool.Close() // waits for connections in use to be released
