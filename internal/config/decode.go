@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -67,6 +68,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			}
 			v.SetInt(i)
 		}
+	case t.Kind() == reflect.Float64:
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+			d.p.add(n.Line, path, "expected a number, got %s", describe(n))
+			return
+		}
+		var f float64
+		if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.p.add(n.Line, path, "number %s is not a finite number", n.Value)
+			return
+		}
+		v.SetFloat(f)
 	case t.Kind() == reflect.Pointer:
 		elem := reflect.New(t.Elem())
 		d.decode(n, elem.Elem(), path)

@@ -47,6 +47,14 @@ const (
 	DefaultPollMaxBackoff = 5 * time.Minute
 )
 
+// DefaultTenantLongPolls bounds a tenant's waiting long polls per replica
+// (limits.tenant_long_polls); DefaultMaxPending its pending held calls and
+// questions (approvals.max_pending).
+const (
+	DefaultTenantLongPolls = 100
+	DefaultMaxPending      = 1000
+)
+
 // Load reads, decodes and validates the YAML configuration in file.
 //
 // Decoding is strict: unknown keys, values of the wrong type, aliases,
@@ -126,9 +134,10 @@ func defaults() *Config {
 			MaxBatchCalls:     DefaultMaxBatchCalls,
 			TenantConcurrency: DefaultTenantConc,
 			TenantCommands:    DefaultTenantCommands,
+			TenantLongPolls:   DefaultTenantLongPolls,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
-		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},
+		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},
 		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
 			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
 	}

@@ -183,6 +183,13 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"huge batch size", goodYAML + "limits:\n  max_batch_calls: 5000\n", 21, "limits.max_batch_calls", "must be at most 1024, got 5000"},
 		{"zero tenant concurrency", goodYAML + "limits:\n  tenant_concurrency: 0\n", 21, "limits.tenant_concurrency", "must be positive"},
 		{"negative tenant commands", goodYAML + "limits:\n  tenant_commands: -1\n", 21, "limits.tenant_commands", "must be positive"},
+		{"negative tenant rate", goodYAML + "limits:\n  tenant_rate: -0.5\n", 21, "limits.tenant_rate", "must be from 0 (off)"},
+		{"tenant rate is a number", goodYAML + "limits:\n  tenant_rate: fast\n", 21, "limits.tenant_rate", `expected a number, got the string "fast"`},
+		{"tenant rate is finite", goodYAML + "limits:\n  tenant_rate: .inf\n", 21, "limits.tenant_rate", "not a finite number"},
+		{"tenant burst without a rate", goodYAML + "limits:\n  tenant_burst: 10\n", 21, "limits.tenant_burst", "needs limits.tenant_rate"},
+		{"negative tenant burst", goodYAML + "limits:\n  tenant_rate: 5\n  tenant_burst: -1\n", 22, "limits.tenant_burst", "must be from 0"},
+		{"zero long polls", goodYAML + "limits:\n  tenant_long_polls: 0\n", 21, "limits.tenant_long_polls", "must be positive"},
+		{"zero max pending", goodYAML + "approvals:\n  max_pending: 0\n", 21, "approvals.max_pending", "must be positive"},
 		{"missing skills folder", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: skills/gone"),
 			18, "tenants.acme.skills", "does not exist"},
 		{"skills inside a workspace", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: var/workspaces/acme"),
@@ -312,6 +319,10 @@ audit:    # null section keeps its defaults
 		{"limits.max_batch_calls", cfg.Limits.MaxBatchCalls, 32},
 		{"limits.tenant_concurrency", cfg.Limits.TenantConcurrency, 8},
 		{"limits.tenant_commands", cfg.Limits.TenantCommands, 8},
+		{"limits.tenant_rate (off)", cfg.Limits.TenantRate, 0.0},
+		{"limits.tenant_burst", cfg.Limits.TenantBurst, 0},
+		{"limits.tenant_long_polls", cfg.Limits.TenantLongPolls, 100},
+		{"approvals.max_pending", cfg.Approvals.MaxPending, 1000},
 		{"tenants.acme.skills", cfg.Tenants["acme"].Skills, ""},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
@@ -331,6 +342,8 @@ func TestLoadKeepsExplicitValues(t *testing.T) {
 	_, file := fixture(t, goodYAML+`limits:
   max_body_bytes: 0x1000
   default_timeout: 1m30s
+  tenant_rate: 2.5
+  tenant_burst: 7
 log:
   level: debug
   format: json
@@ -352,6 +365,9 @@ log:
 	}
 	if cfg.Policy.WatchEnabled() || cfg.Policy.ReloadDebounce != time.Second {
 		t.Errorf("policy = %+v", cfg.Policy)
+	}
+	if cfg.Limits.TenantRate != 2.5 || cfg.Limits.TenantBurst != 7 {
+		t.Errorf("limits.tenant_rate, tenant_burst = %v, %v; want 2.5, 7", cfg.Limits.TenantRate, cfg.Limits.TenantBurst)
 	}
 	if cfg.Audit.Retention != 720*time.Hour {
 		t.Errorf("audit.retention = %v, want 720h", cfg.Audit.Retention)
