@@ -204,12 +204,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL,
+		Limiter:     g.db.Limiter(), MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
 		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
 		Confinement: g.confinementReport(), JWKS: jwks, Prover: prover{g.audit},
+		TenantRate: cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
 	}).Handler()
 	return g, nil
 }

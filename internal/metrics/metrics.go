@@ -14,6 +14,11 @@ type Metrics struct {
 	StageDuration   *prometheus.HistogramVec // stage
 	FailClosed      *prometheus.CounterVec   // cause
 	ResultAuditLost prometheus.Counter
+	// RateLimited counts requests a limit refused (429), by which limit:
+	// "policy" (the rate_limit obligation), "tenant_rate", "max_pending"
+	// or "long_polls". Never by key, tenant or principal: those are
+	// unbounded.
+	RateLimited *prometheus.CounterVec // limit
 }
 
 // ToolLabel is the tool label value for a call: the configured tool's name,
@@ -51,9 +56,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultAuditLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolgate_audit_result_write_failures_total", Help: "Result events that could not be written after a tool ran (its decision event was committed).",
 		}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_rate_limited_total", Help: "Requests refused with 429 by a limit: policy (the rate_limit obligation), tenant_rate, max_pending or long_polls.",
+		}, []string{"limit"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost)
+		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost, m.RateLimited)
 	}
 	return m
 }

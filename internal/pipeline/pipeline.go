@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -93,6 +94,14 @@ type Options struct {
 	// reads, so that a change made through another replica (which cannot
 	// wake it) is seen; default 5s.
 	PollRecheck time.Duration
+	// Limiter counts the buckets of the rate_limit obligation (nil: a
+	// ratelimit.Memory of this process).
+	Limiter ratelimit.Limiter
+	// MaxPending bounds a tenant's pending held calls and questions
+	// (default DefaultMaxPending); MaxTenantPolls its long polls waiting
+	// at once in this process (default DefaultMaxTenantPolls).
+	MaxPending     int
+	MaxTenantPolls int
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -103,6 +112,7 @@ type Pipeline struct {
 	o     Options
 	calls waiters             // long-polling callers, by tenant and call id
 	slots *invoke.TenantSlots // batch calls running, per tenant
+	polls tenantCounter       // long polls waiting, per tenant
 }
 
 // New returns a Pipeline.
@@ -131,7 +141,16 @@ func New(o Options) *Pipeline {
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
 	}
-	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency)}
+	if o.Limiter == nil {
+		o.Limiter = ratelimit.NewMemory(o.Now)
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxTenantPolls <= 0 {
+		o.MaxTenantPolls = DefaultMaxTenantPolls
+	}
+	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency), polls: tenantCounter{max: o.MaxTenantPolls}}
 }
 
 // Request is one call as the API received it. Identity is verified; the
@@ -157,6 +176,9 @@ type Response struct {
 	// Permanent: the tool ran and declared a permanent failure (outcome
 	// tool_error); the API ends the run with a non-200 status.
 	Permanent bool
+	// RetryAfter is when a rate-limited call (outcome rate_limited) may
+	// be tried again.
+	RetryAfter time.Duration
 }
 
 // Spec lists the tools the availability policy offers id, in declaration
@@ -409,11 +431,22 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	case dec.ApprovalRequired:
 		outcome = OutcomeApprovalRequired
 	}
-	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
+	h := p.holdFor(c, outcome, dec)
+	reasons := dec.Reasons
+	// Limits refuse before the decision event: a refused call is audited
+	// as rate_limited, holds nothing and runs nothing.
+	limited, retry, err := p.limit(ctx, c, outcome, dec, h != nil)
+	if err != nil {
+		return Response{}, nil, err
+	}
+	if limited != "" {
+		outcome, h = OutcomeRateLimited, nil
+		reasons = append([]string{limited}, dec.Reasons...)
+	}
+	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
 	ev.Shadow = p.o.Shadow.compare(shadow, dec)
-	h := p.holdFor(c, outcome, dec)
 	var held any // the approval commits with its decision event, or neither does
 	if h != nil {
 		ev.Approval = h.info()
@@ -426,6 +459,8 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
+	case OutcomeRateLimited:
+		return rateLimited(resp, retry), nil, nil
 	case OutcomeDenied:
 		resp.Outcome, resp.IsError = OutcomeDenied, true
 		resp.Content = TextDenied
@@ -646,6 +681,8 @@ func causeOf(err error) string {
 		return "audit_overloaded"
 	case errors.Is(err, ErrAudit):
 		return "audit"
+	case errors.Is(err, ErrLimits):
+		return "limits"
 	}
 	return "internal"
 }

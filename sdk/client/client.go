@@ -5,7 +5,8 @@
 // Outcomes that are tool results — ok, tool_error, denied, unavailable,
 // invalid_arguments, approval_required — come back as a *CallResult with
 // Content for the model. Failures that are not tool results (401, 403,
-// 424 permanent_failure, 503 fail-closed, …) are returned as *Error.
+// 424 permanent_failure, 429 rate_limited, 503 fail-closed, …) are
+// returned as *Error; IsRateLimited tells how long to wait after a 429.
 package client
 
 import (
@@ -58,9 +59,13 @@ type Error struct {
 	Status  int
 	Code    string // e.g. "unauthenticated", "unavailable", "permanent_failure"
 	Message string
-	// CallID and DecisionID are set on permanent failures.
+	// CallID and DecisionID are set on permanent failures, and on a call
+	// or decision a rate limit refused (its audited decision event).
 	CallID     string
 	DecisionID string
+	// RetryAfter is the response's Retry-After (429 rate_limited, 503
+	// with a full audit queue); 0 when it had none.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -72,6 +77,18 @@ func (e *Error) Error() string {
 func IsPermanent(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == "permanent_failure"
+}
+
+// IsRateLimited reports whether err is a 429 rate_limited (a policy's
+// rate_limit, the tenant's request rate, approvals.max_pending or the
+// tenant's long polls) and how long the gateway asks to wait before trying
+// again. Nothing ran.
+func IsRateLimited(err error) (retryAfter time.Duration, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Code == "rate_limited" {
+		return e.RetryAfter, true
+	}
+	return 0, false
 }
 
 // Tool is an offered tool.
@@ -201,6 +218,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		e := &Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: http.StatusText(resp.StatusCode)}
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
 			e.Code, e.Message, e.CallID, e.DecisionID = eb.Error.Code, eb.Error.Message, eb.Error.CallID, eb.Error.DecisionID
+		}
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+			e.RetryAfter = time.Duration(n) * time.Second
 		}
 		return e
 	}
