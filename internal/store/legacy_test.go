@@ -333,7 +333,7 @@ func testLegacyUpgrade(t *testing.T, newLegacy func(*testing.T) *legacyDB) {
 			for _, r := range l.query(t, `SELECT version_id FROM `+versionTable+` WHERE version_id > 0 ORDER BY version_id`) {
 				versions = append(versions, r[0].(int64))
 			}
-			if want := []int64{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(versions, want) {
+			if want := knownVersions(t, l.driver); !slices.Equal(versions, want) {
 				t.Fatalf("versions recorded: %v, want %v", versions, want)
 			}
 			after := l.tables(t)
@@ -446,4 +446,23 @@ func testLegacyUpgrade(t *testing.T, newLegacy func(*testing.T) *legacyDB) {
 			t.Fatalf("the refused upgrade changed the schema:\n%s\nwas\n%s", after, before)
 		}
 	})
+}
+
+// knownVersions are the versions of driver's embedded migrations, in
+// order (numbers may have gaps while parallel branches each add theirs).
+func knownVersions(t testing.TB, driver string) []int64 {
+	t.Helper()
+	d := sqliteDialect
+	if driver == Postgres {
+		d = postgresDialect
+	}
+	srcs, err := d.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.version
+	}
+	return out
 }
