@@ -378,24 +378,7 @@ func TestLongPollsAreBoundedPerTenant(t *testing.T) {
 	var wg sync.WaitGroup
 	parked := make([]int, 2)
 	for i := range 2 {
-		wg.Go(func() {
-			// The probe below may hold a slot for a second: a poll
-			// refused meanwhile tries again, sooner than the probe.
-			for range 100 {
-				req, _ := http.NewRequestWithContext(ctx, "GET", h.base+"/v1/calls/"+callID+"?wait=60s", nil)
-				req.Header.Set("Authorization", "Bearer "+alice)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return
-				}
-				resp.Body.Close()
-				parked[i] = resp.StatusCode
-				if resp.StatusCode != 429 {
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
+		wg.Go(func() { parked[i] = h.park(ctx, alice, callID) })
 	}
 	// Once both wait, a third waiting poll is refused at once. Until
 	// then a third poll waits a second and answers pending: try again,
@@ -450,18 +433,7 @@ func TestLongPollsAreBoundedPerTenant(t *testing.T) {
 	hangup, hang := context.WithCancel(context.Background())
 	var gone sync.WaitGroup
 	for range 2 {
-		gone.Go(func() {
-			for range 100 {
-				req, _ := http.NewRequestWithContext(hangup, "GET", h.base+"/v1/calls/"+second+"?wait=60s", nil)
-				req.Header.Set("Authorization", "Bearer "+alice)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return // hung up
-				}
-				resp.Body.Close()
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
+		gone.Go(func() { h.park(hangup, alice, second) })
 	}
 	for i := 0; ; i++ {
 		if i == 60 {
@@ -487,6 +459,27 @@ func TestLongPollsAreBoundedPerTenant(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// park long-polls callID for up to 60 s and returns the status of the
+// poll that got a slot (0 when ctx ended first). The tests' probes may
+// hold a slot for a second: a poll refused meanwhile tries again, sooner
+// than the probes do.
+func (h *harness) park(ctx context.Context, token, callID string) int {
+	for range 100 {
+		req, _ := http.NewRequestWithContext(ctx, "GET", h.base+"/v1/calls/"+callID+"?wait=60s", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0 // hung up
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 429 {
+			return resp.StatusCode
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 429
 }
 
 // Concurrent calls of one bucket never get more than its burst

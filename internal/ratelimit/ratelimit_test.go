@@ -31,6 +31,17 @@ func take(t *testing.T, m ratelimit.Limiter, tenant string, ls ...ratelimit.Limi
 	return v
 }
 
+// drain takes from acme's bucket of l until it refuses and returns how
+// many takes it admitted.
+func drain(t *testing.T, m ratelimit.Limiter, l ratelimit.Limit) int {
+	t.Helper()
+	n := 0
+	for take(t, m, "acme", l).OK {
+		n++
+	}
+	return n
+}
+
 func TestBurstThenRefill(t *testing.T) {
 	c := newClock()
 	m := ratelimit.NewMemory(c.now)
@@ -57,11 +68,7 @@ func TestBurstThenRefill(t *testing.T) {
 	}
 	// A long idle time refills the bucket to its burst, never beyond.
 	c.add(time.Hour)
-	n := 0
-	for take(t, m, "acme", l).OK {
-		n++
-	}
-	if n != 3 {
+	if n := drain(t, m, l); n != 3 {
 		t.Fatalf("after an hour idle %d requests passed, want the burst, 3", n)
 	}
 }
@@ -94,11 +101,7 @@ func TestAllOrNone(t *testing.T) {
 		}
 	}
 	// The refused requests took nothing from the wide bucket: 9 left.
-	n := 0
-	for take(t, m, "acme", wide).OK {
-		n++
-	}
-	if n != 9 {
+	if n := drain(t, m, wide); n != 9 {
 		t.Fatalf("wide bucket had %d tokens left, want 9 (refused requests must take none)", n)
 	}
 }
