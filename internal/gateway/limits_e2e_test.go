@@ -20,7 +20,7 @@ import (
 
 // obligationsLine is the rule of the shipped pack that the tests below
 // extend with their own rate_limit obligation.
-const obligationsLine = "obligations := object.union_n([time_limit, output_cap, exclusions, jail])"
+const obligationsLine = "obligations := object.union_n([time_limit, output_cap, exclusions, jail, rate_limits])"
 
 // withRateLimits adds rules (Rego of package toolgate.authz defining the
 // object test_limits) to the shipped pack's obligations.
@@ -34,7 +34,7 @@ func withRateLimits(t testing.TB, rules string) func(*setup) {
 				t.Fatalf("authz.rego has no line %q to extend", obligationsLine)
 			}
 			patched := strings.Replace(string(b), obligationsLine,
-				"obligations := object.union_n([time_limit, output_cap, exclusions, jail, test_limits])", 1)
+				"obligations := object.union_n([time_limit, output_cap, exclusions, jail, rate_limits, test_limits])", 1)
 			must(t, os.WriteFile(f, []byte(patched), 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "test_limits.rego"), []byte("package toolgate.authz\n\n"+rules), 0o644))
 		}
@@ -480,6 +480,44 @@ func (h *harness) park(ctx context.Context, token, callID string) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return 429
+}
+
+// The shipped pack limits a role's principals when its data says so
+// (roles.<name>.rate_limit): each principal has a bucket of its own.
+func TestShippedPackLimitsARolePerPrincipal(t *testing.T) {
+	h := start(t, func(s *setup) {
+		s.policy = func(dir string) {
+			f := filepath.Join(dir, "data.yaml")
+			b, err := os.ReadFile(f)
+			must(t, err)
+			const line = "          max_output_bytes: 32768\n"
+			if !strings.Contains(string(b), line) {
+				t.Fatalf("data.yaml has no viewer line %q", line)
+			}
+			must(t, os.WriteFile(f, []byte(strings.Replace(string(b), line, line+"          rate_limit: {rate: 0.001, burst: 2}\n", 1)), 0o644))
+		}
+	})
+	read := `{"arguments":{"path":"docs/guide.md"}}`
+	bob := h.token("acme", "bob", "viewer")
+	for range 2 {
+		if r := h.call(bob, "read-file", read); r.status != 200 || r.str("outcome") != "ok" {
+			t.Fatalf("bob's read: %d %s", r.status, r.raw)
+		}
+	}
+	r := h.call(bob, "read-file", read)
+	if r.status != 429 || r.errCode() != "rate_limited" {
+		t.Fatalf("bob's third read: %d %s", r.status, r.raw)
+	}
+	evs := h.events("acme", "call_id="+r.body["error"].(map[string]any)["call_id"].(string))
+	if len(evs) != 1 || !strings.Contains(evs[0]["reasons"].([]any)[0].(string), `"role/viewer/bob"`) {
+		t.Fatalf("audit of bob's refused read: %v", evs)
+	}
+	if r := h.call(h.token("acme", "carol", "viewer"), "read-file", read); r.status != 200 {
+		t.Fatalf("carol's read: %d %s", r.status, r.raw)
+	}
+	if r := h.call(h.token("acme", "dave", "developer"), "read-file", read); r.status != 200 {
+		t.Fatalf("a developer's read: %d %s", r.status, r.raw)
+	}
 }
 
 // Concurrent calls of one bucket never get more than its burst
