@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/sdk/client"
 )
@@ -588,5 +590,42 @@ test_limits := {"rate_limit": {"key": "shared-writes", "rate": 0.001, "burst": 1
 	}
 	if written != 10 {
 		t.Fatalf("%d files written, want 10", written)
+	}
+}
+
+// When PostgreSQL cannot count a call's buckets, the call fails closed:
+// 503, nothing runs, nothing is audited as allowed. Calls without a
+// rate_limit never touch the buckets and go on.
+func TestRateLimitStoreFailureFailsClosed(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	h := start(t, withRateLimits(t, perPrincipalWrites), func(s *setup) {
+		s.auditYAML = fmt.Sprintf("  driver: postgres\n  dsn: %q\n", dsn)
+	})
+	alice := h.token("acme", "alice", "developer")
+	if r := h.call(alice, "write-file", writeBody("notes/before.txt")); r.status != 200 || r.str("outcome") != "ok" {
+		t.Fatalf("write before the failure: %d %s", r.status, r.raw)
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	must(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), `ALTER TABLE rate_buckets RENAME TO rate_buckets_gone`)
+	must(t, err)
+	r := h.call(alice, "write-file", writeBody("notes/during.txt"))
+	if r.status != 503 || r.errCode() != "unavailable" {
+		t.Fatalf("write while the buckets cannot be counted: %d %s, want 503", r.status, r.raw)
+	}
+	if h.exists("acme/notes/during.txt") {
+		t.Fatal("the call ran without its rate limit being counted")
+	}
+	if r := h.call(alice, "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.status != 200 || r.str("outcome") != "ok" {
+		t.Fatalf("a read (no rate_limit): %d %s", r.status, r.raw)
+	}
+	if got := h.metric(`toolgate_fail_closed_total{cause="limits"}`); got != 1 {
+		t.Fatalf(`toolgate_fail_closed_total{cause="limits"} = %v, want 1`, got)
+	}
+	_, err = conn.Exec(context.Background(), `ALTER TABLE rate_buckets_gone RENAME TO rate_buckets`)
+	must(t, err)
+	if r := h.call(alice, "write-file", writeBody("notes/after.txt")); r.status != 200 || r.str("outcome") != "ok" {
+		t.Fatalf("write once the buckets are back: %d %s", r.status, r.raw)
 	}
 }

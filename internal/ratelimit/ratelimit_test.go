@@ -193,3 +193,24 @@ func TestRetrySeconds(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMemoryTake is one admitted take from one of 1,000 buckets of a
+// tenant, the in-process cost a rate-limited call adds (-race off).
+func BenchmarkMemoryTake(b *testing.B) {
+	m := ratelimit.NewMemory(nil)
+	limits := make([][]ratelimit.Limit, 1000)
+	for i := range limits {
+		limits[i] = []ratelimit.Limit{{Key: "k" + strings.Repeat("x", i%50) + string(rune('a'+i%26)), Rate: 1e6, Burst: 1e6}}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := m.Take(ctx, "acme", limits[i%len(limits)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
