@@ -362,6 +362,97 @@ func TestMaxPendingBoundsHeldCallsAndQuestions(t *testing.T) {
 	h.verify("acme")
 }
 
+// Holds racing for the last slots of approvals.max_pending: every call
+// either is held with an approval that exists, or is refused with none;
+// the log announces no approval id that is not stored.
+func TestMaxPendingRaceLeavesNoOrphans(t *testing.T) {
+	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  max_pending: 3\n" })
+	alice := h.token("acme", "alice", "developer")
+	approver := h.token("acme", "bob", "approver")
+	var mu sync.Mutex
+	held, refused := map[string]string{}, []string{} // call id → approval id
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			r := h.call(alice, "write-file", `{"arguments":{"path":"release/VERSION","content":"`+strconv.Itoa(i)+`"}}`)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.status == 200 && r.str("outcome") == "approval_required":
+				held[r.str("call_id")] = r.body["data"].(map[string]any)["approval_id"].(string)
+			case r.status == 429:
+				refused = append(refused, r.body["error"].(map[string]any)["call_id"].(string))
+			default:
+				t.Errorf("held call: %d %s", r.status, r.raw)
+			}
+		})
+	}
+	wg.Wait()
+	// One replica checks the bound and commits the hold under one lock
+	// per tenant: exactly the bound is held.
+	if len(held) != 3 || len(refused) != 9 {
+		t.Fatalf("%d held and %d refused of 12, want 3 and 9", len(held), len(refused))
+	}
+	l := h.do("GET", "/v1/approvals?status=pending", approver, nil)
+	if got := len(l.body["approvals"].([]any)); got != len(held) {
+		t.Fatalf("%d pending approvals for %d held calls", got, len(held))
+	}
+	for callID, id := range held {
+		if g := h.do("GET", "/v1/approvals/"+id, approver, nil); g.status != 200 || g.str("call_id") != callID {
+			t.Fatalf("approval %s of held call %s: %d %s", id, callID, g.status, g.raw)
+		}
+	}
+	for _, callID := range refused {
+		evs := h.events("acme", "call_id="+callID)
+		if len(evs) != 1 || evs[0]["outcome"] != "rate_limited" || evs[0]["approval"] != nil {
+			t.Fatalf("events of refused call %s: %v", callID, evs)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(h.dir, "ws", "acme", "release", "VERSION")); string(got) != "1\n" {
+		t.Fatalf("release/VERSION = %q: a held or refused call ran", got)
+	}
+}
+
+// ask-user calls racing for the last slots: exactly the bound's questions
+// are stored; the others were allowed, found the bound full when storing
+// their question, and answer 429 with a result event rate_limited.
+func TestMaxPendingRaceOfQuestions(t *testing.T) {
+	h := start(t, func(s *setup) {
+		s.toolsYAML = askTools
+		s.extraYAML = "approvals:\n  max_pending: 2\n"
+	})
+	alice := h.token("acme", "alice", "developer")
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var refused []string
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			r := h.call(alice, "ask-user", `{"arguments":{"question":"Deploy?"}}`)
+			mu.Lock()
+			defer mu.Unlock()
+			codes[strconv.Itoa(r.status)+"/"+r.str("outcome")+r.errCode()]++
+			if r.status == 429 {
+				refused = append(refused, r.body["error"].(map[string]any)["call_id"].(string))
+			}
+		})
+	}
+	wg.Wait()
+	if codes["200/awaiting_user"] != 2 || codes["429/rate_limited"] != 8 {
+		t.Fatalf("outcomes %v, want 2 awaiting_user and 8 rate_limited", codes)
+	}
+	for _, callID := range refused {
+		for _, ev := range h.events("acme", "call_id="+callID) {
+			if ev["question"] != nil || ev["outcome"] != "rate_limited" && !(ev["phase"] == "decision" && ev["outcome"] == "allow") {
+				t.Fatalf("event of refused ask-user call %s: %v", callID, ev)
+			}
+		}
+		if p := h.do("GET", "/v1/calls/"+callID, alice, nil); p.status != 404 {
+			t.Fatalf("poll of refused ask-user call: %d %s", p.status, p.raw)
+		}
+	}
+}
+
 // limits.tenant_long_polls bounds a tenant's waiting long polls; a poll
 // without wait, and other tenants, are not affected, and a finished poll
 // gives its slot back.

@@ -69,15 +69,14 @@ func (p *Pipeline) limit(ctx context.Context, c *call, outcome string, dec decis
 		return "", 0, nil
 	}
 	tenant := c.req.Identity.Tenant
-	if p.o.Approvals != nil && (hold || c.run && outcome == OutcomeAllow && p.asks(c)) {
-		n, err := p.o.Approvals.Pending(ctx, tenant, p.o.Now())
+	if hold || c.run && outcome == OutcomeAllow && p.asks(c) {
+		full, err := p.pendingFull(ctx, tenant)
 		if err != nil {
 			p.o.Logger.Error("counting pending approvals failed closed", "tenant", tenant, "call_id", c.callID, "err", err)
 			return "", 0, fmt.Errorf("%w: %v", ErrAudit, err)
 		}
-		if n >= p.o.MaxPending {
-			p.o.Metrics.RateLimited.WithLabelValues(LimitMaxPending).Inc()
-			return "approvals.max_pending reached: " + strconv.Itoa(n) + " held calls and questions are pending", MaxPendingRetryAfter, nil
+		if full != "" {
+			return full, MaxPendingRetryAfter, nil
 		}
 	}
 	limits := dec.Obligations.RateLimits
@@ -96,6 +95,37 @@ func (p *Pipeline) limit(ctx context.Context, c *call, outcome string, dec decis
 	}
 	p.o.Metrics.RateLimited.WithLabelValues(LimitPolicy).Inc()
 	return fmt.Sprintf("rate limit %q exceeded (retry after %ds)", v.Key, ratelimit.RetrySeconds(v.RetryAfter)), v.RetryAfter, nil
+}
+
+// pendingFull returns the audit reason when the tenant's pending held
+// calls and questions have reached approvals.max_pending, else "". The
+// caller holds p.pending's lock of the tenant until the row it admits is
+// committed (or given up), so that concurrent holds on this replica cannot
+// all pass the bound together.
+func (p *Pipeline) pendingFull(ctx context.Context, tenant string) (string, error) {
+	if p.o.Approvals == nil {
+		return "", nil
+	}
+	n, err := p.o.Approvals.Pending(ctx, tenant, p.o.Now())
+	if err != nil {
+		return "", err
+	}
+	if n < p.o.MaxPending {
+		return "", nil
+	}
+	p.o.Metrics.RateLimited.WithLabelValues(LimitMaxPending).Inc()
+	return "approvals.max_pending reached: " + strconv.Itoa(n) + " held calls and questions are pending", nil
+}
+
+// tenantLocks is one mutex per tenant (tenants are configured, so the map
+// stays small).
+type tenantLocks struct{ m sync.Map }
+
+// lock locks tenant's mutex and returns its unlock.
+func (l *tenantLocks) lock(tenant string) (unlock func()) {
+	mu, _ := l.m.LoadOrStore(tenant, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
 }
 
 // asks reports whether c's tool asks its user (ask-user): its run stores

@@ -113,6 +113,9 @@ type Pipeline struct {
 	calls waiters             // long-polling callers, by tenant and call id
 	slots *invoke.TenantSlots // batch calls running, per tenant
 	polls tenantCounter       // long polls waiting, per tenant
+	// pending serializes, per tenant, the approvals.max_pending check
+	// with the commit of the held call or question it admits.
+	pending tenantLocks
 }
 
 // New returns a Pipeline.
@@ -432,6 +435,9 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 		outcome = OutcomeApprovalRequired
 	}
 	h := p.holdFor(c, outcome, dec)
+	if h != nil {
+		defer p.pending.lock(id.Tenant)() // until the held call is committed
+	}
 	reasons := dec.Reasons
 	// Limits refuse before the decision event: a refused call is audited
 	// as rate_limited, holds nothing and runs nothing.
@@ -519,19 +525,34 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 	ctx = context.WithoutCancel(ctx)
 	if question != nil {
 		// The question commits with the result event that announces it,
-		// or neither exists.
-		res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
-		err := p.o.Audit.AppendWith(ctx, res, question)
-		if err == nil {
-			return resp
+		// or neither exists; approvals.max_pending is checked again under
+		// the tenant's lock, as for a held call.
+		unlock := p.pending.lock(id.Tenant)
+		full, err := p.pendingFull(ctx, id.Tenant)
+		if err == nil && full == "" {
+			res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
+			err = p.o.Audit.AppendWith(ctx, res, question)
 		}
-		// The model must not wait for an answer that can never come: the
-		// call fails, and its result event says so, without the question.
-		p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
-		resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
-		res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
-		res.Input = a.input
-		res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
+		unlock()
+		switch {
+		case err == nil && full == "":
+			return resp
+		case full != "":
+			// Nothing is asked: the call is refused like a held call.
+			resp = rateLimited(Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: a.prepared.Digest()}, MaxPendingRetryAfter)
+			res = p.event(c, audit.PhaseResult, OutcomeRateLimited, append([]string{full}, reasons...))
+			res.Input = a.input
+			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes}
+		default:
+			// The model must not wait for an answer that can never come:
+			// the call fails, and its result event says so, without the
+			// question.
+			p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
+			resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
+			res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
+			res.Input = a.input
+			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
+		}
 	}
 	if err := p.o.Audit.Append(ctx, res); err != nil {
 		// The decision event is committed; failing the response now would
