@@ -23,11 +23,15 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds of a Limit (Validate).
+// Bounds of a Limit (Validate). They keep every bucket's arithmetic in
+// int64 nanoseconds: one token takes at most 1e6 s (MinRate), a full
+// bucket at most MaxWindow seconds (Burst/Rate) to refill.
 const (
 	MaxKeyBytes = 256
-	MaxRate     = 1e6 // per second: an emission interval of 1 µs
+	MinRate     = 1e-6 // per second: one token every ~11.6 days
+	MaxRate     = 1e6  // per second: an emission interval of 1 µs
 	MaxBurst    = 1e6
+	MaxWindow   = 1e9 // seconds (~31.7 years) for Burst/Rate
 )
 
 // Limit is one bucket class: Rate tokens per second refill a bucket of
@@ -39,7 +43,8 @@ type Limit struct {
 }
 
 // Validate checks a limit as policy stated it: a non-empty key of at most
-// MaxKeyBytes of UTF-8 without NUL, 0 < Rate ≤ MaxRate, 1 ≤ Burst ≤ MaxBurst.
+// MaxKeyBytes of UTF-8 without NUL, MinRate ≤ Rate ≤ MaxRate,
+// 1 ≤ Burst ≤ MaxBurst, Burst/Rate ≤ MaxWindow.
 // Burst below 1 would refuse every request: that is a denial, which policy
 // says with allow: false.
 func (l Limit) Validate() error {
@@ -52,8 +57,12 @@ func (l Limit) Validate() error {
 		return errors.New(`"key" is not valid text`)
 	case !(l.Rate > 0) || l.Rate > MaxRate || math.IsInf(l.Rate, 0):
 		return fmt.Errorf(`"rate" is %v, want a number of requests per second above 0 and at most %g`, l.Rate, float64(MaxRate))
+	case l.Rate < MinRate:
+		return fmt.Errorf(`"rate" is %v, below the smallest rate, %g per second`, l.Rate, float64(MinRate))
 	case !(l.Burst >= 1) || l.Burst > MaxBurst || math.IsInf(l.Burst, 0):
 		return fmt.Errorf(`"burst" is %v, want a number from 1 to %g`, l.Burst, float64(MaxBurst))
+	case l.Burst/l.Rate > MaxWindow:
+		return fmt.Errorf(`"burst" / "rate" is %g s, want at most %g s to refill the bucket`, l.Burst/l.Rate, float64(MaxWindow))
 	}
 	return nil
 }

@@ -133,13 +133,17 @@ func TestValidate(t *testing.T) {
 		"negative burst": {Key: "k", Rate: 1, Burst: -3},
 		"NaN burst":      {Key: "k", Rate: 1, Burst: math.NaN()},
 		"huge burst":     {Key: "k", Rate: 1, Burst: 1e7},
+		// Values that would overflow the nanosecond arithmetic.
+		"tiny rate":           {Key: "k", Rate: 1e-300, Burst: 1},
+		"rate below MinRate":  {Key: "k", Rate: 1e-7, Burst: 1},
+		"window of centuries": {Key: "k", Rate: 1e-6, Burst: 1e6},
 	}
 	for name, l := range bad {
 		if err := l.Validate(); err == nil {
 			t.Errorf("%s: %+v validated", name, l)
 		}
 	}
-	for _, l := range []ratelimit.Limit{{Key: "k", Rate: 0.0001, Burst: 1}, {Key: strings.Repeat("é", 128), Rate: 1e6, Burst: 1e6}} {
+	for _, l := range []ratelimit.Limit{{Key: "k", Rate: 0.0001, Burst: 1}, {Key: strings.Repeat("é", 128), Rate: 1e6, Burst: 1e6}, {Key: "k", Rate: 1e-6, Burst: 1000}} {
 		if err := l.Validate(); err != nil {
 			t.Errorf("%+v: %v", l, err)
 		}
@@ -213,4 +217,26 @@ func BenchmarkMemoryTake(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// The extreme limits Validate accepts still count correctly: no overflow
+// of the nanosecond arithmetic.
+func TestExtremeLimitsCount(t *testing.T) {
+	c := newClock()
+	m := ratelimit.NewMemory(c.now)
+	slowest := ratelimit.Limit{Key: "slow", Rate: ratelimit.MinRate, Burst: 1000}
+	if err := slowest.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(t, m, slowest); n != 1000 {
+		t.Fatalf("slowest bucket admitted %d, want 1000", n)
+	}
+	v := take(t, m, "acme", slowest)
+	if v.OK || v.RetryAfter < 1e6*time.Second-time.Second || v.RetryAfter > 1e6*time.Second {
+		t.Fatalf("after the burst: %+v, want a wait of 1e6 s", v)
+	}
+	fastest := ratelimit.Limit{Key: "fast", Rate: ratelimit.MaxRate, Burst: ratelimit.MaxBurst}
+	if n := drain(t, m, fastest); n != 1e6 {
+		t.Fatalf("fastest bucket admitted %d, want 1e6", n)
+	}
 }
