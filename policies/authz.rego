@@ -59,7 +59,7 @@ approval_required if {
 	count(approvals) > 0
 }
 
-obligations := object.union_n([time_limit, output_cap, exclusions, jail])
+obligations := object.union_n([time_limit, output_cap, exclusions, jail, rate_limits])
 
 # Deny reasons are shown to the model: they name only the tool and what the
 # request itself carries (paths, hosts, commands), never the pack's rules.
@@ -724,6 +724,21 @@ default output_cap := {}
 output_cap := {"max_output_bytes": min(caps)} if {
 	caps := {n | some role in lib.roles; n := role.max_output_bytes}
 	count(caps) > 0
+}
+
+# rate_limits gives each of the caller's roles that sets rate_limit
+# ({"rate": per second, "burst": at once}) a token bucket per principal,
+# key "role/<role>/<principal>", for every call of any tool: the gateway
+# counts, and a call takes one token from each of its buckets (README
+# "Rate limits and quotas").
+default rate_limits := {}
+
+rate_limits := {"rate_limit": limits} if {
+	limits := [limit |
+		some name, role in lib.roles
+		limit := {"key": sprintf("role/%s/%s", [name, input.principal.id]), "rate": role.rate_limit.rate, "burst": role.rate_limit.burst}
+	]
+	count(limits) > 0
 }
 
 # exclusions hand the tenant's protected globs to tools that walk folders

@@ -119,6 +119,23 @@ test_smallest_output_cap_wins if {
 	d.obligations.max_output_bytes == 50
 }
 
+test_rate_limits_per_role_and_principal if {
+	d := decide("acme", ["a", "b", "c"], "read-file", [read("x")]) with data.toolgate.tenants.acme.roles as {
+		"a": {"tools": ["read-file"], "read": ["**"], "rate_limit": {"rate": 2, "burst": 10}},
+		"b": {"tools": ["read-file"], "read": ["**"], "rate_limit": {"rate": 0.5, "burst": 1}},
+		"c": {"tools": ["read-file"], "read": ["**"]},
+	}
+	d.obligations.rate_limit == [
+		{"key": "role/a/alice", "rate": 2, "burst": 10},
+		{"key": "role/b/alice", "rate": 0.5, "burst": 1},
+	]
+}
+
+test_no_rate_limit_without_a_role_that_sets_one if {
+	d := decide("acme", ["developer"], "read-file", [read("docs/guide.md")])
+	not d.obligations.rate_limit
+}
+
 test_malformed_requests_are_denied[note] if {
 	some note, c in {
 		"a resource type this pack does not cover": {

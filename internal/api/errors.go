@@ -3,11 +3,14 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 )
 
 // Error codes of the {"error":{"code","message"}} body (CONTRACT §4),
@@ -50,6 +53,8 @@ func pipelineFailure(err error) (status int, code, reason string, retryAfter boo
 		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is overloaded", true
 	case errors.Is(err, pipeline.ErrAudit):
 		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable", false
+	case errors.Is(err, pipeline.ErrLimits):
+		return http.StatusServiceUnavailable, CodeUnavailable, "rate limits cannot be counted", false
 	case errors.Is(err, pipeline.ErrToolPermanent):
 		// Only a batch meets it as an error: the call ran.
 		return http.StatusFailedDependency, CodePermanentFailure, "the tool reported a permanent failure", false
@@ -62,11 +67,37 @@ func writePipelineError(w http.ResponseWriter, err error) {
 	if writeKeyError(w, err, "") {
 		return
 	}
+	var le *pipeline.LimitError
+	if errors.As(err, &le) {
+		msg := "a limit refused the request; retry after the Retry-After delay"
+		if le.Limit == pipeline.LimitLongPolls {
+			msg = "too many long polls of this tenant are waiting; retry after the Retry-After delay, or poll without wait"
+		}
+		writeTooMany(w, le.RetryAfter, errorDetail{Code: CodeRateLimited, Message: msg})
+		return
+	}
 	status, code, reason, retry := pipelineFailure(err)
 	if retry {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, status, code, reason+"; nothing was run")
+}
+
+// writeTooMany answers 429 with Retry-After: the whole seconds of retry,
+// rounded up, at least 1.
+func writeTooMany(w http.ResponseWriter, retry time.Duration, d errorDetail) {
+	w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetrySeconds(retry), 10))
+	writeJSON(w, http.StatusTooManyRequests, errorBody{Error: d})
+}
+
+// writeRateLimited answers a call or decision that a limit refused
+// (outcome rate_limited): audited, nothing ran; call_id and decision_id
+// name its decision event.
+func writeRateLimited(w http.ResponseWriter, resp pipeline.Response) {
+	writeTooMany(w, resp.RetryAfter, errorDetail{
+		Code: CodeRateLimited, Message: "a limit refused the call; nothing was run; retry after the Retry-After delay",
+		CallID: resp.CallID, DecisionID: resp.DecisionID,
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

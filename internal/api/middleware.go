@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -48,6 +50,20 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "a valid bearer credential is required")
 			return
+		}
+		if s.tenants != nil {
+			// The gateway protects itself before it reads a byte of the
+			// body: a refused request costs one map lookup. Counted and
+			// logged at debug level, never audited (an audit write per
+			// refused request is what a flood would exploit).
+			v, _ := s.tenants.Take(r.Context(), id.Tenant, []ratelimit.Limit{s.tenant})
+			if !v.OK {
+				s.o.Metrics.RateLimited.WithLabelValues(pipeline.LimitTenantRate).Inc()
+				s.o.Logger.Debug("tenant rate limited", "tenant", id.Tenant, "path", r.URL.Path, "retry_after", v.RetryAfter)
+				writeTooMany(w, v.RetryAfter, errorDetail{Code: CodeRateLimited,
+					Message: "too many requests for this tenant (limits.tenant_rate); the request was not read; retry after the Retry-After delay"})
+				return
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey, id)))
 	})

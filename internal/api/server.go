@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -69,12 +71,23 @@ type Options struct {
 	// route) and an auth span; nil records none but still honours an
 	// incoming traceparent (internal/telemetry).
 	TracerProvider trace.TracerProvider
+	// TenantRate and TenantBurst bound each tenant's authenticated
+	// requests in this process (limits.tenant_rate, tenant_burst): a token
+	// bucket checked right after authentication, before any body is read.
+	// A TenantRate of 0 turns it off; a TenantBurst below 1 is the rate
+	// rounded up.
+	TenantRate  float64
+	TenantBurst int
+	// Now is the clock of the tenant buckets (nil: time.Now).
+	Now func() time.Time
 }
 
 // Server serves the v1 API.
 type Server struct {
-	o      Options
-	tracer trace.Tracer // nil when TracerProvider is
+	o       Options
+	tracer  trace.Tracer      // nil when TracerProvider is
+	tenants *ratelimit.Memory // limits.tenant_rate buckets; nil when off
+	tenant  ratelimit.Limit
 }
 
 // New returns a Server.
@@ -91,7 +104,16 @@ func New(o Options) *Server {
 	if o.MaxBatchCalls <= 0 {
 		o.MaxBatchCalls = DefaultMaxBatchCalls
 	}
-	return &Server{o: o, tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/api")}
+	s := &Server{o: o, tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/api")}
+	if o.TenantRate > 0 {
+		burst := float64(o.TenantBurst)
+		if burst < 1 {
+			burst = max(math.Ceil(o.TenantRate), 1)
+		}
+		s.tenant = ratelimit.Limit{Key: "tenant_rate", Rate: o.TenantRate, Burst: burst}
+		s.tenants = ratelimit.NewMemory(o.Now)
+	}
+	return s
 }
 
 // Handler returns the routed handler.

@@ -46,6 +46,10 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		writePipelineError(w, err)
 		return
 	}
+	if resp.Outcome == pipeline.OutcomeRateLimited {
+		writeRateLimited(w, resp)
+		return
+	}
 	if resp.Permanent {
 		// The tool ran (both events are audited) and said retrying cannot
 		// help: a status the platform acts on, not a result for the model.
@@ -70,6 +74,10 @@ func (s *Server) decideTool(w http.ResponseWriter, r *http.Request) {
 	noteCall(r, resp.CallID, resp.DecisionID)
 	if err != nil {
 		writePipelineError(w, err)
+		return
+	}
+	if resp.Outcome == pipeline.OutcomeRateLimited {
+		writeRateLimited(w, resp)
 		return
 	}
 	writeJSON(w, http.StatusOK, decisionResponse{

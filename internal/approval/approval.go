@@ -120,6 +120,10 @@ type Store interface {
 	Expire(ctx context.Context, tenant string, now time.Time) ([]*Approval, error)
 	// Finish records the outcome of an approved call, once.
 	Finish(ctx context.Context, tenant, id, outcome string, r Result) error
+	// Pending counts the tenant's held calls and questions that are
+	// pending and whose expiry is after now (what approvals.max_pending
+	// bounds).
+	Pending(ctx context.Context, tenant string, now time.Time) (int, error)
 }
 
 // DefaultLimit and MaxLimit bound List.

@@ -189,6 +189,16 @@ type Limits struct {
 	// caller chose is kept for its retries, from when it was answered
 	// (default 24h); pruned after that (README "Retries and idempotency").
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+	// TenantRate and TenantBurst bound the authenticated requests of one
+	// tenant on each replica (a token bucket: TenantRate per second,
+	// TenantBurst at once), checked right after authentication and before
+	// any body is read, to protect the gateway itself. 0 (default) turns
+	// it off; TenantBurst defaults to TenantRate rounded up.
+	TenantRate  float64 `yaml:"tenant_rate"`
+	TenantBurst int     `yaml:"tenant_burst"`
+	// TenantLongPolls bounds the long polls (GET /v1/calls/{id}?wait=) of
+	// one tenant waiting at once on each replica (default 100).
+	TenantLongPolls int `yaml:"tenant_long_polls"`
 }
 
 // Sandbox configures the command jail (README "Security model").
@@ -241,6 +251,10 @@ type Approvals struct {
 	// QuestionTTL is how long an ask-user question waits for the user's
 	// answer; the same obligation may shorten it. Default 1h.
 	QuestionTTL time.Duration `yaml:"question_ttl"`
+	// MaxPending bounds the held calls and ask-user questions of one
+	// tenant that are pending at once (default 1000): a call that would
+	// be held or ask beyond it is refused (429, outcome rate_limited).
+	MaxPending int `yaml:"max_pending"`
 }
 
 // Debug configures diagnostics that are off by default.

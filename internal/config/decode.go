@@ -69,13 +69,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			v.SetInt(i)
 		}
 	case t.Kind() == reflect.Float64:
-		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
 			d.p.add(n.Line, path, "expected a number, got %s", describe(n))
 			return
 		}
-		f, err := strconv.ParseFloat(n.Value, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			d.p.add(n.Line, path, "invalid number %q", n.Value)
+		var f float64
+		if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.p.add(n.Line, path, "number %s is not a finite number", n.Value)
 			return
 		}
 		v.SetFloat(f)

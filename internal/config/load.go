@@ -52,6 +52,14 @@ const (
 	DefaultSampleRatio = 1.0
 )
 
+// DefaultTenantLongPolls bounds a tenant's waiting long polls per replica
+// (limits.tenant_long_polls); DefaultMaxPending its pending held calls and
+// questions (approvals.max_pending).
+const (
+	DefaultTenantLongPolls = 100
+	DefaultMaxPending      = 1000
+)
+
 // Load reads, decodes and validates the YAML configuration in file.
 //
 // Decoding is strict: unknown keys, values of the wrong type, aliases,
@@ -144,9 +152,10 @@ func defaults() *Config {
 			TenantConcurrency: DefaultTenantConc,
 			TenantCommands:    DefaultTenantCommands,
 			IdempotencyTTL:    DefaultIdempotencyTTL,
+			TenantLongPolls:   DefaultTenantLongPolls,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
-		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL},
+		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},
 		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
 			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
 		Telemetry: Telemetry{SampleRatio: DefaultSampleRatio},

@@ -186,6 +186,13 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"idempotency ttl under a minute", goodYAML + "limits:\n  idempotency_ttl: 30s\n", 21, "limits.idempotency_ttl", "must be at least 1m, got 30s"},
 		{"negative idempotency ttl", goodYAML + "limits:\n  idempotency_ttl: -24h\n", 21, "limits.idempotency_ttl", "must be at least 1m, got -24h0m0s"},
 		{"idempotency ttl is a duration", goodYAML + "limits:\n  idempotency_ttl: 24\n", 21, "limits.idempotency_ttl", "expected a duration"},
+		{"negative tenant rate", goodYAML + "limits:\n  tenant_rate: -0.5\n", 21, "limits.tenant_rate", "must be from 0 (off)"},
+		{"tenant rate is a number", goodYAML + "limits:\n  tenant_rate: fast\n", 21, "limits.tenant_rate", `expected a number, got the string "fast"`},
+		{"tenant rate is finite", goodYAML + "limits:\n  tenant_rate: .inf\n", 21, "limits.tenant_rate", "not a finite number"},
+		{"tenant burst without a rate", goodYAML + "limits:\n  tenant_burst: 10\n", 21, "limits.tenant_burst", "needs limits.tenant_rate"},
+		{"negative tenant burst", goodYAML + "limits:\n  tenant_rate: 5\n  tenant_burst: -1\n", 22, "limits.tenant_burst", "must be from 0"},
+		{"zero long polls", goodYAML + "limits:\n  tenant_long_polls: 0\n", 21, "limits.tenant_long_polls", "must be positive"},
+		{"zero max pending", goodYAML + "approvals:\n  max_pending: 0\n", 21, "approvals.max_pending", "must be positive"},
 		{"missing skills folder", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: skills/gone"),
 			18, "tenants.acme.skills", "does not exist"},
 		{"skills inside a workspace", replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n    skills: var/workspaces/acme"),
@@ -202,7 +209,7 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 		{"sample ratio above 1", goodYAML + "telemetry:\n  sample_ratio: 1.5\n", 21, "telemetry.sample_ratio", "must be from 0 to 1, got 1.5"},
 		{"negative sample ratio", goodYAML + "telemetry:\n  sample_ratio: -0.1\n", 21, "telemetry.sample_ratio", "must be from 0 to 1"},
 		{"sample ratio not a number", goodYAML + "telemetry:\n  sample_ratio: half\n", 21, "telemetry.sample_ratio", "expected a number, got"},
-		{"sample ratio NaN", goodYAML + "telemetry:\n  sample_ratio: .nan\n", 21, "telemetry.sample_ratio", "invalid number"},
+		{"sample ratio NaN", goodYAML + "telemetry:\n  sample_ratio: .nan\n", 21, "telemetry.sample_ratio", "not a finite number"},
 		{"service name with a control character", goodYAML + "telemetry:\n  service_name: \"tool\\x01gate\"\n", 21, "telemetry.service_name", "without control characters"},
 		{"unknown telemetry key", goodYAML + "telemetry:\n  otlp_endpoit: http://c:4318\n", 21, "telemetry.otlp_endpoit", "unknown key"},
 		{"null list item", replace("[read-file, write-file]", "[read-file, ~]"), 19, "tools.builtin[1]", "empty list item"},
@@ -328,6 +335,10 @@ audit:    # null section keeps its defaults
 		{"limits.tenant_concurrency", cfg.Limits.TenantConcurrency, 8},
 		{"limits.tenant_commands", cfg.Limits.TenantCommands, 8},
 		{"limits.idempotency_ttl", cfg.Limits.IdempotencyTTL, 24 * time.Hour},
+		{"limits.tenant_rate (off)", cfg.Limits.TenantRate, 0.0},
+		{"limits.tenant_burst", cfg.Limits.TenantBurst, 0},
+		{"limits.tenant_long_polls", cfg.Limits.TenantLongPolls, 100},
+		{"approvals.max_pending", cfg.Approvals.MaxPending, 1000},
 		{"tenants.acme.skills", cfg.Tenants["acme"].Skills, ""},
 		{"log.level", cfg.Log.Level, "info"},
 		{"log.format", cfg.Log.Format, "text"},
@@ -372,6 +383,8 @@ func TestLoadKeepsExplicitValues(t *testing.T) {
   max_body_bytes: 0x1000
   default_timeout: 1m30s
   idempotency_ttl: 168h
+  tenant_rate: 2.5
+  tenant_burst: 7
 log:
   level: debug
   format: json
@@ -393,6 +406,9 @@ log:
 	}
 	if cfg.Policy.WatchEnabled() || cfg.Policy.ReloadDebounce != time.Second {
 		t.Errorf("policy = %+v", cfg.Policy)
+	}
+	if cfg.Limits.TenantRate != 2.5 || cfg.Limits.TenantBurst != 7 {
+		t.Errorf("limits.tenant_rate, tenant_burst = %v, %v; want 2.5, 7", cfg.Limits.TenantRate, cfg.Limits.TenantBurst)
 	}
 	if cfg.Audit.Retention != 720*time.Hour {
 		t.Errorf("audit.retention = %v, want 720h", cfg.Audit.Retention)

@@ -149,6 +149,9 @@ func (v *validator) approvals(a Approvals) {
 	if a.QuestionTTL <= 0 {
 		v.add("approvals.question_ttl", "must be positive, got %s", a.QuestionTTL)
 	}
+	if a.MaxPending <= 0 {
+		v.add("approvals.max_pending", "must be positive, got %d", a.MaxPending)
+	}
 }
 
 func (v *validator) listen(addr string) {
@@ -484,7 +487,20 @@ func (v *validator) limits(l Limits) {
 	if l.IdempotencyTTL < time.Minute {
 		v.add("limits.idempotency_ttl", "must be at least 1m, got %s", l.IdempotencyTTL)
 	}
+	positive("limits.tenant_long_polls", int64(l.TenantLongPolls))
+	switch {
+	case l.TenantRate < 0 || l.TenantRate > ratelimitMax:
+		v.add("limits.tenant_rate", "must be from 0 (off) to %g requests per second, got %g", float64(ratelimitMax), l.TenantRate)
+	case l.TenantBurst < 0 || l.TenantBurst > ratelimitMax:
+		v.add("limits.tenant_burst", "must be from 0 (the rate, rounded up) to %d, got %d", ratelimitMax, l.TenantBurst)
+	case l.TenantBurst > 0 && l.TenantRate == 0:
+		v.add("limits.tenant_burst", "needs limits.tenant_rate (0 turns the limit off)")
+	}
 }
+
+// ratelimitMax bounds limits.tenant_rate and tenant_burst (as
+// ratelimit.MaxRate and MaxBurst bound policy's limits).
+const ratelimitMax = 1_000_000
 
 func (v *validator) sandbox(s Sandbox) {
 	switch s.Mode {

@@ -5,7 +5,11 @@
 // that is not well formed, fails closed.
 package decision
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/toolgate/toolgate/internal/ratelimit"
+)
 
 // Entrypoints of the policy contract.
 const (
@@ -47,6 +51,11 @@ type Obligations struct {
 	MemoryBytes  int64
 	MaxProcesses int64
 	Network      bool
+	// RateLimits are the token buckets (per tenant and key) the call
+	// takes one token from before it runs, all or none; any empty bucket
+	// refuses it (outcome rate_limited). Normalized: sorted by key, one
+	// limit per key.
+	RateLimits []ratelimit.Limit
 	// Raw holds every obligation as policy returned it (for audit).
 	Raw map[string]any
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/internal/ratelimit"
 )
 
 // Member names of the authorization decision.
@@ -25,6 +27,7 @@ var (
 	keyMemoryBytes      = ast.StringTerm("memory_bytes")
 	keyMaxProcesses     = ast.StringTerm("max_processes")
 	keyNetwork          = ast.StringTerm("network")
+	keyRateLimit        = ast.StringTerm("rate_limit")
 )
 
 // parseDecision reads an authorization decision. Every member it knows must
@@ -155,7 +158,107 @@ func parseObligations(v ast.Value) (Obligations, error) {
 		}
 		o.Network = bool(b)
 	}
+	if t := obj.Get(keyRateLimit); t != nil {
+		if o.RateLimits, err = rateLimits(t.Value); err != nil {
+			return Obligations{}, err
+		}
+	}
 	return o, nil
+}
+
+// rateLimits reads the rate_limit obligation: one object {"key", "rate",
+// "burst"} or an array or set of them, each member present, of its type
+// and in range (ratelimit.Limit.Validate), and no other member: a typo
+// such as "brust" must not silently leave a call unlimited. The result is
+// normalized (ratelimit.Normalize).
+func rateLimits(v ast.Value) ([]ratelimit.Limit, error) {
+	var elems []*ast.Term
+	switch x := v.(type) {
+	case ast.Object:
+		elems = []*ast.Term{ast.NewTerm(x)}
+	case *ast.Array:
+		for i := range x.Len() {
+			elems = append(elems, x.Elem(i))
+		}
+	case ast.Set:
+		arr := x.Sorted()
+		for i := range arr.Len() {
+			elems = append(elems, arr.Elem(i))
+		}
+	default:
+		return nil, fmt.Errorf(`obligation "rate_limit" is %s, want an object {"key","rate","burst"} or a list of them`, ast.ValueName(v))
+	}
+	if len(elems) == 0 {
+		return nil, errors.New(`obligation "rate_limit" is an empty list`)
+	}
+	out := make([]ratelimit.Limit, 0, len(elems))
+	for i, e := range elems {
+		l, err := rateLimit(e.Value)
+		if err != nil {
+			return nil, fmt.Errorf(`obligation "rate_limit" [%d]: %w`, i, err)
+		}
+		out = append(out, l)
+	}
+	return ratelimit.Normalize(out), nil
+}
+
+func rateLimit(v ast.Value) (ratelimit.Limit, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return ratelimit.Limit{}, fmt.Errorf("is %s, want an object", ast.ValueName(v))
+	}
+	var l ratelimit.Limit
+	var err error
+	seen := 0
+	err = obj.Iter(func(k, val *ast.Term) error {
+		name, ok := k.Value.(ast.String)
+		if !ok {
+			return fmt.Errorf("has a member named by %s", ast.ValueName(k.Value))
+		}
+		seen++
+		switch string(name) {
+		case "key":
+			s, ok := val.Value.(ast.String)
+			if !ok {
+				return fmt.Errorf(`"key" is %s, want string`, ast.ValueName(val.Value))
+			}
+			l.Key = string(s)
+		case "rate", "burst":
+			n, ok := val.Value.(ast.Number)
+			if !ok {
+				return fmt.Errorf("%q is %s, want number", string(name), ast.ValueName(val.Value))
+			}
+			f, ok := n.Float64()
+			if !ok {
+				return fmt.Errorf("%q is not a finite number", string(name))
+			}
+			if name == "rate" {
+				l.Rate = f
+			} else {
+				l.Burst = f
+			}
+		default:
+			return fmt.Errorf("has an unknown member %q (want key, rate, burst)", truncate(string(name), 64))
+		}
+		return nil
+	})
+	if err != nil {
+		return ratelimit.Limit{}, err
+	}
+	if seen != 3 {
+		return ratelimit.Limit{}, errors.New(`needs exactly the members "key", "rate" and "burst"`)
+	}
+	if err := l.Validate(); err != nil {
+		return ratelimit.Limit{}, err
+	}
+	return l, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // plainNumbers replaces the json.Number values ast.JSON produces with

@@ -9,7 +9,8 @@ import (
 // expired (and audited) when nobody reads them.
 const approvalSweep = 30 * time.Second
 
-// sweepApprovals expires overdue held calls of every tenant until ctx ends.
+// sweepApprovals expires overdue held calls of every tenant, and drops
+// full rate-limit buckets, until ctx ends.
 func (g *Gateway) sweepApprovals(ctx context.Context) {
 	t := time.NewTicker(approvalSweep)
 	defer t.Stop()
@@ -23,6 +24,11 @@ func (g *Gateway) sweepApprovals(ctx context.Context) {
 			if err := g.pipeline.ExpireDue(ctx, tenant); err != nil {
 				g.log.Warn("expiring held calls failed", "tenant", tenant, "err", err)
 			}
+		}
+		// Full rate-limit buckets mean the same as none: drop them, so
+		// that keys policy used once do not stay.
+		if _, err := g.db.Limiter().Prune(ctx); err != nil {
+			g.log.Warn("pruning rate-limit buckets failed", "err", err)
 		}
 	}
 }

@@ -222,6 +222,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
 		Keys: g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
 		KeyLease: keyLease(reg, cfg.Limits.DefaultTimeout),
+		Limiter:  g.db.Limiter(), MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
 	})
 	g.pipeline = pl
 	g.handler = api.New(api.Options{
@@ -229,6 +230,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
 		Confinement: g.confinementReport(), JWKS: jwks, Prover: prover{g.audit},
 		TracerProvider: g.tracing.Provider(),
+		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
 	}).Handler()
 	return g, nil
 }

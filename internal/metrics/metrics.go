@@ -15,6 +15,11 @@ type Metrics struct {
 	FailClosed      *prometheus.CounterVec   // cause
 	ResultAuditLost prometheus.Counter
 	Idempotency     *prometheus.CounterVec // result (replayed|waited|conflict|unfinished|unsettled)
+	// RateLimited counts requests a limit refused (429), by which limit:
+	// "policy" (the rate_limit obligation), "tenant_rate", "max_pending"
+	// or "long_polls". Never by key, tenant or principal: those are
+	// unbounded.
+	RateLimited *prometheus.CounterVec // limit
 }
 
 // ToolLabel is the tool label value for a call: the configured tool's name,
@@ -56,10 +61,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_idempotency_total",
 			Help: "Requests with a call_id the caller chose, by what their key did: replayed (answered the recorded response), waited (waited for the first request first), conflict (409: another request used the call_id), unfinished (409: the first request never finished), unsettled (a response the store could not record, or a key it could not release, before the key's lease ended).",
 		}, []string{"result"}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_rate_limited_total", Help: "Requests refused with 429 by a limit: policy (the rate_limit obligation), tenant_rate, max_pending or long_polls.",
+		}, []string{"limit"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Unauthenticated, m.Calls, m.StageDuration, m.FailClosed, m.ResultAuditLost,
-			m.Idempotency)
+			m.Idempotency, m.RateLimited)
 	}
 	return m
 }

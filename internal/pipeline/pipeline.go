@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -108,6 +109,14 @@ type Options struct {
 	// without one (default DefaultKeyLease); KeyPoll how often a waiting
 	// retry re-reads a key (default DefaultKeyPoll).
 	KeyTTL, KeyLease, KeyPoll time.Duration
+	// Limiter counts the buckets of the rate_limit obligation (nil: a
+	// ratelimit.Memory of this process).
+	Limiter ratelimit.Limiter
+	// MaxPending bounds a tenant's pending held calls and questions
+	// (default DefaultMaxPending); MaxTenantPolls its long polls waiting
+	// at once in this process (default DefaultMaxTenantPolls).
+	MaxPending     int
+	MaxTenantPolls int
 }
 
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
@@ -124,6 +133,10 @@ type Pipeline struct {
 	keyWaits waiters
 	life     context.Context // ends at Close
 	stop     context.CancelFunc
+	polls    tenantCounter // long polls waiting, per tenant
+	// pending serializes, per tenant, the approvals.max_pending check
+	// with the commit of the held call or question it admits.
+	pending tenantLocks
 }
 
 // New returns a Pipeline.
@@ -161,8 +174,18 @@ func New(o Options) *Pipeline {
 	if o.KeyPoll <= 0 {
 		o.KeyPoll = DefaultKeyPoll
 	}
+	if o.Limiter == nil {
+		o.Limiter = ratelimit.NewMemory(o.Now)
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxTenantPolls <= 0 {
+		o.MaxTenantPolls = DefaultMaxTenantPolls
+	}
 	life, stop := context.WithCancel(context.Background())
 	return &Pipeline{o: o, slots: invoke.NewTenantSlots(o.TenantConcurrency), life: life, stop: stop,
+		polls:  tenantCounter{max: o.MaxTenantPolls},
 		tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/pipeline")}
 }
 
@@ -191,6 +214,9 @@ type Response struct {
 	// Permanent: the tool ran and declared a permanent failure (outcome
 	// tool_error); the API ends the run with a non-200 status.
 	Permanent bool
+	// RetryAfter is when a rate-limited call (outcome rate_limited) may
+	// be tried again.
+	RetryAfter time.Duration
 }
 
 // Spec lists the tools the availability policy offers id, in declaration
@@ -465,12 +491,26 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	case dec.ApprovalRequired:
 		outcome = OutcomeApprovalRequired
 	}
-	ev := p.event(c, audit.PhaseDecision, outcome, dec.Reasons)
+	h := p.holdFor(c, outcome, dec)
+	if h != nil {
+		defer p.pending.lock(id.Tenant)() // until the held call is committed
+	}
+	reasons := dec.Reasons
+	// Limits refuse before the decision event: a refused call is audited
+	// as rate_limited, holds nothing and runs nothing.
+	limited, retry, err := p.limit(ctx, c, outcome, dec, h != nil)
+	if err != nil {
+		return Response{}, nil, err
+	}
+	if limited != "" {
+		outcome, h = OutcomeRateLimited, nil
+		reasons = append([]string{limited}, dec.Reasons...)
+	}
+	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
 	ev.Decision = dec.Raw
 	ev.Shadow = p.o.Shadow.compare(shadow, dec)
-	h := p.holdFor(c, outcome, dec)
 	var held any // the approval commits with its decision event, or neither does
 	if h != nil {
 		ev.Approval = h.info()
@@ -483,6 +523,8 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
+	case OutcomeRateLimited:
+		return rateLimited(resp, retry), nil, nil
 	case OutcomeDenied:
 		resp.Outcome, resp.IsError = OutcomeDenied, true
 		resp.Content = TextDenied
@@ -543,21 +585,36 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 	ctx = context.WithoutCancel(ctx)
 	if question != nil {
 		// The question commits with the result event that announces it,
-		// or neither exists.
-		res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
-		t0 := time.Now()
-		err := p.o.Audit.AppendWith(ctx, res, question)
-		p.auditSpan(c, t0)
-		if err == nil {
-			return resp
+		// or neither exists; approvals.max_pending is checked again under
+		// the tenant's lock, as for a held call.
+		unlock := p.pending.lock(id.Tenant)
+		full, err := p.pendingFull(ctx, id.Tenant)
+		if err == nil && full == "" {
+			res.Question = &audit.QuestionInfo{ID: question.ID, ExpiresAt: audit.FormatTime(question.ExpiresAt)}
+			t0 := time.Now()
+			err = p.o.Audit.AppendWith(ctx, res, question)
+			p.auditSpan(c, t0)
 		}
-		// The model must not wait for an answer that can never come: the
-		// call fails, and its result event says so, without the question.
-		p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
-		resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
-		res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
-		res.Input = a.input
-		res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
+		unlock()
+		switch {
+		case err == nil && full == "":
+			return resp
+		case full != "":
+			// Nothing is asked: the call is refused like a held call.
+			resp = rateLimited(Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: a.prepared.Digest()}, MaxPendingRetryAfter)
+			res = p.event(c, audit.PhaseResult, OutcomeRateLimited, append([]string{full}, reasons...))
+			res.Input = a.input
+			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes}
+		default:
+			// The model must not wait for an answer that can never come:
+			// the call fails, and its result event says so, without the
+			// question.
+			p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
+			resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
+			res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
+			res.Input = a.input
+			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
+		}
 	}
 	t0 := time.Now()
 	err := p.o.Audit.Append(ctx, res)
@@ -714,6 +771,8 @@ func causeOf(err error) string {
 		return "audit_overloaded"
 	case errors.Is(err, ErrAudit):
 		return "audit"
+	case errors.Is(err, ErrLimits):
+		return "limits"
 	}
 	return "internal"
 }

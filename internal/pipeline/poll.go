@@ -44,9 +44,20 @@ func (s CallState) expiresAt() time.Time {
 // approved and finished, denied), when it expires, when wait is over, or
 // when the gateway shuts down. Changes made through another replica are
 // seen within PollRecheck. An expired question reads as ErrCallNotFound;
-// a caller that goes away gets the last state read.
+// a caller that goes away gets the last state read. A tenant has at most
+// Options.MaxTenantPolls polls waiting at once in this process: beyond
+// that, a poll with wait > 0 is refused with a *LimitError before it
+// reads anything (a poll without wait never waits and is not counted).
 func (p *Pipeline) PollCall(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (CallState, error) {
 	wait = min(wait, MaxPollWait)
+	if wait > 0 {
+		release, ok := p.polls.acquire(id.Tenant)
+		if !ok {
+			p.o.Metrics.RateLimited.WithLabelValues(LimitLongPolls).Inc()
+			return CallState{}, &LimitError{Limit: LimitLongPolls, RetryAfter: time.Second}
+		}
+		defer release()
+	}
 	deadline := time.Now().Add(wait)
 	for {
 		ch, release, stopping := p.calls.subscribe(callKey(id.Tenant, callID))

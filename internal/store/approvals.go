@@ -164,3 +164,16 @@ func (s *approvals) Finish(ctx context.Context, tenant, id, outcome string, r ap
 	}
 	return nil
 }
+
+func (s *approvals) Pending(ctx context.Context, tenant string, now time.Time) (int, error) {
+	var n int
+	ms := now.UnixMilli()
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT
+		(SELECT count(*) FROM approvals WHERE tenant = ? AND status = 'pending' AND expires_ms > ?) +
+		(SELECT count(*) FROM questions WHERE tenant = ? AND status = 'pending' AND expires_ms > ?)`),
+		tenant, ms, tenant, ms).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("approval: pending: %w", err)
+	}
+	return n, nil
+}

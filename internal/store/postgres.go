@@ -103,6 +103,7 @@ func openPostgresDSN(ctx context.Context, dsn string, o options) (*DB, error) {
 		approvals: &approvals{w: db, r: db, dollar: true},
 		tasks:     &pgTasks{pool: pool},
 		keys:      &idempotencyKeys{w: db, r: db, dollar: true},
+		limiter:   &pgLimiter{pool: pool, timeout: o.writeTimeout},
 		close: func() error {
 			err := db.Close()
 			pool.Close() // waits for connections in use to be released

@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/toolgate/toolgate/internal/ratelimit"
 )
 
 // The SQLite database is one file in WAL mode with synchronous=FULL, so a
@@ -187,6 +189,7 @@ func openSQLiteDSN(ctx context.Context, dsn string, o options) (_ *DB, err error
 		approvals: &approvals{w: w, r: r},
 		tasks:     &sqliteTasks{w: w, r: r},
 		keys:      &idempotencyKeys{w: w, r: r},
+		limiter:   ratelimit.NewMemory(nil),
 		close:     closeAll,
 	}, nil
 }

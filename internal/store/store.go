@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/idempotency"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/tools/task"
 )
 
@@ -51,6 +52,7 @@ type DB struct {
 	approvals approval.Store
 	tasks     task.Store
 	keys      idempotency.Store
+	limiter   Limiter
 	close     func() error
 	closeOnce sync.Once
 	closeErr  error
@@ -71,6 +73,20 @@ func (db *DB) Tasks() task.Store { return db.tasks }
 // Idempotency returns the repository of the call ids callers chose as
 // idempotency keys.
 func (db *DB) Idempotency() idempotency.Store { return db.keys }
+
+// Limiter counts the buckets of the rate_limit obligation and drops the
+// full ones (Prune).
+type Limiter interface {
+	ratelimit.Limiter
+	// Prune drops the buckets that are full; it returns how many.
+	Prune(ctx context.Context) (int64, error)
+}
+
+// Limiter returns the rate_limit obligation's buckets: on PostgreSQL a
+// table every replica shares (rate_buckets, one statement per take, the
+// database's clock), on SQLite a map in this process
+// (ratelimit.Memory): a gateway on SQLite is one process.
+func (db *DB) Limiter() Limiter { return db.limiter }
 
 // Close releases the database; it is idempotent. Repositories must not be
 // used afterwards.

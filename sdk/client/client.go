@@ -71,7 +71,8 @@ type Error struct {
 	Status  int
 	Code    string // e.g. "unauthenticated", "rate_limited", "conflict", "permanent_failure"
 	Message string
-	// CallID and DecisionID are set on permanent failures.
+	// CallID and DecisionID are set on permanent failures, and on a call
+	// or decision a rate limit refused (its audited decision event).
 	CallID     string
 	DecisionID string
 	// RetryAfter is the server's Retry-After (429 rate_limited, a 503 of
@@ -242,3 +243,15 @@ func (c *Client) text(ctx context.Context, r request) ([]byte, error) {
 
 // seg escapes one path segment.
 func seg(s string) string { return url.PathEscape(s) }
+
+// IsRateLimited reports whether err is a 429 rate_limited (a policy's
+// rate_limit, the tenant's request rate, approvals.max_pending or the
+// tenant's long polls) and how long the gateway asks to wait before trying
+// again. Nothing ran.
+func IsRateLimited(err error) (retryAfter time.Duration, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusTooManyRequests {
+		return e.RetryAfter, true
+	}
+	return 0, false
+}

@@ -62,6 +62,41 @@ func StoreSuite(t *testing.T, open func(t *testing.T) approval.Store) {
 		}
 	})
 
+	t.Run("pending counts the tenant's unexpired pending approvals and questions", func(t *testing.T) {
+		s := open(t)
+		mustCreate(t, s, Pending("a1", "acme", "c1", 0, time.Hour))
+		mustCreate(t, s, Pending("a2", "acme", "c2", 0, time.Hour))
+		mustCreate(t, s, Pending("a3", "acme", "c3", 0, 10*time.Minute)) // past its expiry below
+		mustCreate(t, s, Pending("a4", "acme", "c4", 0, time.Hour))
+		mustCreate(t, s, Pending("g1", "globex", "c1", 0, time.Hour))
+		if _, err := s.Decide(t.Context(), "acme", "a4", decision(approval.StatusDenied, 1)); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []*approval.Question{
+			PendingQuestion("q1", "acme", "c5", 0, time.Hour),
+			PendingQuestion("q2", "acme", "c6", 0, time.Hour),
+		} {
+			if err := s.CreateQuestion(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.AnswerQuestion(t.Context(), "acme", "q2", approval.Answer{Text: "yes", By: "alice", At: t0.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		// a1, a2 and q1 are pending at t0+30m; a3 expired, a4 was denied,
+		// q2 answered, g1 is globex's.
+		n, err := s.Pending(t.Context(), "acme", t0.Add(30*time.Minute))
+		if err != nil || n != 3 {
+			t.Fatalf("Pending(acme) = %d, %v; want 3", n, err)
+		}
+		if n, err := s.Pending(t.Context(), "globex", t0.Add(30*time.Minute)); err != nil || n != 1 {
+			t.Fatalf("Pending(globex) = %d, %v; want 1", n, err)
+		}
+		if n, err := s.Pending(t.Context(), "acme", t0.Add(2*time.Hour)); err != nil || n != 0 {
+			t.Fatalf("Pending(acme) after every expiry = %d, %v; want 0", n, err)
+		}
+	})
+
 	t.Run("another tenant's approval does not exist", func(t *testing.T) {
 		s := open(t)
 		mustCreate(t, s, Pending("a1", "acme", "c1", 0, time.Hour))
