@@ -219,6 +219,49 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 	}
 }
 
+// A call refused by a limit did not run, so its call_id keeps no recorded
+// response: the retry the 429 asks for, with the same call_id after
+// Retry-After, is decided again and runs (it is not answered the recorded
+// 429 for the key's whole TTL). The same for a batch entry.
+func TestRateLimitedCallIsRetriedWithItsCallID(t *testing.T) {
+	h := start(t, withRateLimits(t, `default test_limits := {}
+
+test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if input.tool.name == "write-file"
+`))
+	alice := h.token("acme", "alice", "developer")
+	body := func(i int) string {
+		return `{"call_id":"write-` + strconv.Itoa(i) + `","arguments":{"path":"notes/k` + strconv.Itoa(i) + `.txt","content":"x"}}`
+	}
+	refused := -1
+	for i := 0; i < 50 && refused < 0; i++ {
+		r := h.call(alice, "write-file", body(i))
+		switch {
+		case r.status == 429:
+			refused = i
+		case r.status != 200 || r.str("outcome") != "ok":
+			t.Fatalf("write %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if refused < 0 {
+		t.Fatal("50 writes in a row passed a bucket of 1 refilled twice a second")
+	}
+	if h.exists("acme/notes/k" + strconv.Itoa(refused) + ".txt") {
+		t.Fatal("the refused write ran")
+	}
+	time.Sleep(time.Second)
+	r := h.call(alice, "write-file", body(refused))
+	if r.status != 200 || r.str("outcome") != "ok" {
+		t.Fatalf("retry of the refused call with its call_id after Retry-After: %d %s, want 200 ok (it never ran)", r.status, r.raw)
+	}
+	if !h.exists("acme/notes/k" + strconv.Itoa(refused) + ".txt") {
+		t.Fatal("the retried write did not run")
+	}
+	// The retry's response is now the recorded one.
+	if again := h.call(alice, "write-file", body(refused)); again.status != 200 || again.str("decision_id") != r.str("decision_id") {
+		t.Fatalf("second retry: %d %s, want the recorded response of the first retry", again.status, again.raw)
+	}
+}
+
 // A policy that means to limit and says it wrong is broken: the call fails
 // closed (503), it never runs unlimited.
 func TestMalformedRateLimitFailsClosed(t *testing.T) {

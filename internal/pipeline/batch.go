@@ -459,7 +459,7 @@ func (p *Pipeline) settleBatch(ctx context.Context, calls []*call, results []Res
 		}
 		r := results[i]
 		wg.Go(func() {
-			if i == failed && !ran || r.Outcome == OutcomeCanceled && r.Data["started"] != true {
+			if i == failed && !ran || r.Outcome == OutcomeCanceled && r.Data["started"] != true || r.Outcome == OutcomeRateLimited {
 				p.releaseKey(ctx, c)
 				return
 			}

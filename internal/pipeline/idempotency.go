@@ -285,7 +285,9 @@ func (p *Pipeline) unfinished(ctx context.Context, c *call, k *idempotency.Key) 
 // closed before anything ran (err set), releases the key so that a retry
 // decides again; then it wakes the retries waiting on this replica.
 func (p *Pipeline) settle(ctx context.Context, c *call, resp Response, err error) {
-	if err != nil {
+	// A call that failed closed, or that a limit refused, did not run: its
+	// retry (which a 429's Retry-After asks for) is decided anew.
+	if err != nil || resp.Outcome == OutcomeRateLimited {
 		p.releaseKey(ctx, c)
 		return
 	}

@@ -231,7 +231,11 @@ func TestSDKCoversThePlatformAPI(t *testing.T) {
 		if err != nil || len(res) != 3 || res[0].Outcome != "ok" || res[0].CallID != "b-1" || res[1].Outcome != "denied" || res[2].Outcome != "unavailable" {
 			t.Fatalf("batch: %+v %v", res, err)
 		}
-		dec, err := alice.DecideBatch(ctx, "s-b", calls[:2])
+		// Calls and decisions share the tenant's call_ids: the decisions
+		// get their own.
+		decide := append([]client.BatchCall(nil), calls[:2]...)
+		decide[0].CallID = "b-1-decision"
+		dec, err := alice.DecideBatch(ctx, "s-b", decide)
 		if err != nil || len(dec) != 2 || dec[0].Outcome != "allow" || !strings.HasPrefix(dec[0].RequestDigest, "sha256:") || dec[1].Outcome != "denied" {
 			t.Fatalf("decide batch: %+v %v", dec, err)
 		}
