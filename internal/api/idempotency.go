@@ -29,8 +29,8 @@ func keyFailure(err error, at string) (status int, d errorDetail, retryAfter, ok
 		msg := "call_id names a call that did not finish (the gateway that ran it stopped); it stopped before it was allowed, so nothing ran"
 		if u.Started {
 			msg = "call_id names a call that did not finish (the gateway that ran it stopped); its allow decision was committed, so the tool may have run: see the audit events of its decision_id"
-			if u.Outcome != "" && u.Outcome != pipeline.OutcomeAllow {
-				msg += " (the last of them says " + u.Outcome + ")"
+			if u.Outcome != "" && u.Outcome != apiv1.OutcomeAllow {
+				msg += " (the last of them says " + string(u.Outcome) + ")"
 			}
 		}
 		return http.StatusConflict, errorDetail{Code: CodeUnfinished, Message: at + msg + "; nothing was run now: a new attempt needs a new call_id",

@@ -111,12 +111,12 @@ func (s *Server) callStatus(w http.ResponseWriter, r *http.Request) {
 // answer as content.
 func questionStatus(q *approval.Question) apiv1.CallStatus {
 	body := apiv1.CallStatus{
-		CallID: q.CallID, QuestionID: q.ID, Outcome: pipeline.OutcomePending,
+		CallID: q.CallID, QuestionID: q.ID, Outcome: apiv1.OutcomePending,
 		ExpiresAt: audit.FormatTime(q.ExpiresAt),
 	}
 	if q.Status == approval.QuestionAnswered {
 		answer, isError := q.Answer, false
-		body.Outcome, body.Content, body.IsError = "ok", &answer, &isError
+		body.Outcome, body.Content, body.IsError = apiv1.OutcomeOK, &answer, &isError
 		body.Data = map[string]any{"answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
 	}
 	return body

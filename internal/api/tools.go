@@ -46,7 +46,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		writePipelineError(w, err)
 		return
 	}
-	if resp.Outcome == pipeline.OutcomeRateLimited {
+	if resp.Outcome == apiv1.OutcomeRateLimited {
 		writeRateLimited(w, resp)
 		return
 	}
@@ -76,7 +76,7 @@ func (s *Server) decideTool(w http.ResponseWriter, r *http.Request) {
 		writePipelineError(w, err)
 		return
 	}
-	if resp.Outcome == pipeline.OutcomeRateLimited {
+	if resp.Outcome == apiv1.OutcomeRateLimited {
 		writeRateLimited(w, resp)
 		return
 	}
