@@ -10,7 +10,6 @@ import (
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -18,14 +17,14 @@ import (
 const maxComment = 1000
 
 var approvalStatuses = map[string]bool{
-	approval.StatusPending: true, approval.StatusApproved: true, approval.StatusDenied: true, approval.StatusExpired: true,
+	apiv1.ApprovalPending: true, apiv1.ApprovalApproved: true, apiv1.ApprovalDenied: true, apiv1.ApprovalExpired: true,
 }
 
 // listApprovals answers GET /v1/approvals?status=&limit= for the caller's
 // tenant, newest first.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := service.ApprovalFilter{Limit: approval.DefaultLimit}
+	f := service.ApprovalFilter{Limit: service.ApprovalsDefaultLimit}
 	for k, vs := range q {
 		if len(vs) > 1 {
 			writeError(w, badRequest("query parameter %s given more than once", strconv.Quote(k)))
@@ -40,7 +39,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			f.Status = vs[0]
 		case "limit":
 			n, err := strconv.Atoi(vs[0])
-			if err != nil || n < 1 || n > approval.MaxLimit {
+			if err != nil || n < 1 || n > service.ApprovalsMaxLimit {
 				writeError(w, badRequest("limit must be an integer from 1 to 1000"))
 				return
 			}

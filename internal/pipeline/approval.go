@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
-// Errors of the approval steps, mapped to statuses by internal/api.
+// Errors of the approval steps, mapped to error kinds by internal/service.
 var (
 	// ErrApprovalNotFound: no such approval (or call) for this caller.
 	ErrApprovalNotFound = errors.New("approval not found")

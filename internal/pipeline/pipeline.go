@@ -1,7 +1,8 @@
 // Package pipeline is the request path of a tool call, one straight line:
 // availability → prepare → decide → audit(decision) → invoke →
 // audit(result). Each stage hands the next an immutable value. It knows no
-// HTTP; internal/api maps its results and errors to responses.
+// HTTP; the application services of internal/service wrap it and map its
+// results and errors (service.Error) for every front door (REST, MCP).
 package pipeline
 
 import (

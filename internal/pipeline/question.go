@@ -18,7 +18,7 @@ import (
 // TextAwaitingUser is the content of an awaiting_user call.
 const TextAwaitingUser = "awaiting user"
 
-// Errors of the answer step, mapped to statuses by internal/api.
+// Errors of the answer step, mapped to error kinds by internal/service.
 var (
 	// ErrQuestionNotFound: no such question for this caller; an expired
 	// question, another tenant's, and another principal's that policy does

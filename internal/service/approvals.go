@@ -22,6 +22,12 @@ type ApprovalStep = pipeline.ApprovalStep
 // AnswerStep is a user's answer to an ask-user question.
 type AnswerStep = pipeline.AnswerStep
 
+// The page size of Approvals.Approvals: the default and the most.
+const (
+	ApprovalsDefaultLimit = approval.DefaultLimit
+	ApprovalsMaxLimit     = approval.MaxLimit
+)
+
 // MaxPollWait is the longest a call status request may wait.
 const MaxPollWait = pipeline.MaxPollWait
 
