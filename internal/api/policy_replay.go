@@ -34,11 +34,11 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(`body must be {"modules":{"name.rego":"…"},"data":{…},"from","to"} or {"candidate":"shadow","from","to"}`))
 		return
 	}
-	opts := struct{ from, to time.Time }{from: time.Now().Add(-replayWindow)}
+	req := service.ReplayRequest{Admin: identity(r), From: time.Now().Add(-replayWindow)}
 	for _, tb := range []struct {
 		name, v string
 		dst     *time.Time
-	}{{"from", in.From, &opts.from}, {"to", in.To, &opts.to}} {
+	}{{"from", in.From, &req.From}, {"to", in.To, &req.To}} {
 		if tb.v == "" {
 			continue
 		}
@@ -49,8 +49,6 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 		}
 		*tb.dst = t
 	}
-
-	req := service.ReplayRequest{Admin: identity(r), From: opts.from, To: opts.to}
 	switch {
 	case in.Candidate == "shadow" && len(in.Modules) == 0 && in.Data == nil:
 		req.Shadow = true
