@@ -2,7 +2,9 @@
 // (v1): what api/openapi.yaml describes, as Go values. The server
 // (internal/api) encodes its answers with them and the Go SDK (sdk/client)
 // decodes them with the same types, so the two cannot drift: a member the
-// server adds is one field here, and every client sees it.
+// server adds is one field here, and every client sees it. The
+// application services (internal/service) return these values to every
+// front door, and [Outcome] is the gateway's one set of outcome words.
 //
 // The types are encoded with github.com/go-json-experiment/json (the
 // coming encoding/json/v2), as the server does; their tags mean the same

@@ -45,7 +45,7 @@ type PolicyPrincipal struct {
 // PolicyEvalResponse is what the current revision decides.
 type PolicyEvalResponse struct {
 	Revision  string   `json:"revision"`
-	Outcome   string   `json:"outcome"`
+	Outcome   Outcome  `json:"outcome"`
 	Available bool     `json:"available"`
 	Reasons   []string `json:"reasons"`
 	Message   string   `json:"message,omitempty"`

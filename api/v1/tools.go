@@ -31,7 +31,7 @@ type CallResponse struct {
 	DecisionID string `json:"decision_id"`
 	// Outcome is ok, tool_error, unavailable, denied, invalid_arguments,
 	// approval_required, awaiting_user or (in batches) canceled.
-	Outcome string         `json:"outcome"`
+	Outcome Outcome        `json:"outcome"`
 	Content string         `json:"content"`
 	IsError bool           `json:"is_error"`
 	Data    map[string]any `json:"data,omitempty"`
@@ -43,9 +43,9 @@ type DecisionResponse struct {
 	DecisionID string `json:"decision_id"`
 	// Outcome is allow, denied, unavailable, invalid_arguments or
 	// approval_required.
-	Outcome       string `json:"outcome"`
-	Content       string `json:"content"`
-	RequestDigest string `json:"request_digest,omitempty"`
+	Outcome       Outcome `json:"outcome"`
+	Content       string  `json:"content"`
+	RequestDigest string  `json:"request_digest,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/batches and /v1/batches/decisions.
@@ -75,7 +75,7 @@ type BatchFailure struct {
 type BatchResult struct {
 	CallID        string         `json:"call_id"`
 	DecisionID    string         `json:"decision_id"`
-	Outcome       string         `json:"outcome,omitempty"`
+	Outcome       Outcome        `json:"outcome,omitempty"`
 	Content       string         `json:"content,omitempty"`
 	IsError       bool           `json:"is_error,omitempty"`
 	Data          map[string]any `json:"data,omitempty"`
@@ -99,8 +99,8 @@ type CallStatus struct {
 	QuestionID string `json:"question_id,omitempty"`
 	// Outcome is pending while the call waits; then ok, tool_error,
 	// denied or expired.
-	Outcome   string `json:"outcome"`
-	ExpiresAt string `json:"expires_at"`
+	Outcome   Outcome `json:"outcome"`
+	ExpiresAt string  `json:"expires_at"`
 	// Content and IsError are set once the call ran (or was answered).
 	Content *string        `json:"content,omitempty"`
 	IsError *bool          `json:"is_error,omitempty"`

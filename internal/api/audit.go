@@ -1,15 +1,13 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // listEvents answers GET /v1/audit/events for the caller's tenant only.
@@ -19,15 +17,15 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "tool", "principal", "outcome", "phase", "session_id", "call_id", "decision_id", "from", "to", "limit", "cursor":
 		default:
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "unknown query parameter "+strconv.Quote(truncate(k, 64)))
+			writeError(w, badRequest("unknown query parameter %s", strconv.Quote(truncate(k, 64))))
 			return
 		}
 		if len(q[k]) > 1 {
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "query parameter "+strconv.Quote(k)+" given more than once")
+			writeError(w, badRequest("query parameter %s given more than once", strconv.Quote(k)))
 			return
 		}
 	}
-	f := audit.Filter{
+	f := service.AuditFilter{
 		Tool: q.Get("tool"), Principal: q.Get("principal"), Outcome: q.Get("outcome"),
 		Phase: q.Get("phase"), SessionID: q.Get("session_id"), CallID: q.Get("call_id"),
 		DecisionID: q.Get("decision_id"), Cursor: q.Get("cursor"), Limit: 100,
@@ -39,7 +37,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(tb.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				writeError(w, http.StatusBadRequest, CodeInvalidRequest, tb.name+" must be an RFC 3339 time")
+				writeError(w, badRequest("%s must be an RFC 3339 time", tb.name))
 				return
 			}
 			*tb.dst = t
@@ -48,46 +46,32 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "limit must be an integer from 1 to 1000")
+			writeError(w, badRequest("limit must be an integer from 1 to 1000"))
 			return
 		}
 		f.Limit = n
 	}
-	page, err := s.o.Audit.Query(r.Context(), identity(r).Tenant, f)
+	page, err := s.o.Audit.Events(r.Context(), identity(r), f)
 	if err != nil {
-		if errors.Is(err, audit.ErrBadCursor) || errors.Is(err, audit.ErrBadFilter) {
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "cursor or filter is not valid (a cursor belongs to its tenant and filters; from must not be after to)")
-			return
-		}
-		s.o.Logger.Error("audit query failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")
+		writeError(w, err)
 		return
 	}
-	events := page.Events
-	if events == nil {
-		events = []*audit.Event{}
-	}
-	writeJSON(w, http.StatusOK, apiv1.AuditEventPage{Events: events, NextCursor: page.NextCursor})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
-	ev, err := s.o.Audit.Get(r.Context(), identity(r).Tenant, chi.URLParam(r, "id"))
-	switch {
-	case errors.Is(err, audit.ErrNotFound):
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such event")
-	case err != nil:
-		s.o.Logger.Error("audit get failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")
-	default:
-		writeJSON(w, http.StatusOK, ev)
+	ev, err := s.o.Audit.Event(r.Context(), identity(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, ev)
 }
 
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	res, err := s.o.Audit.Verify(r.Context(), identity(r).Tenant)
+	res, err := s.o.Audit.Verify(r.Context(), identity(r))
 	if err != nil {
-		s.o.Logger.Error("audit verify failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

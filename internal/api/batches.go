@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // DefaultMaxBatchCalls is the default of Options.MaxBatchCalls.
@@ -20,16 +18,12 @@ const DefaultMaxBatchCalls = 32
 // batchEnvelope is the body of POST /v1/batches and /v1/batches/decisions.
 type batchEnvelope struct {
 	SessionID string
-	Calls     []pipeline.BatchCall
+	Calls     []service.BatchCall
 }
 
-// batchFailure is the result entry of the call whose permanent failure
-// canceled its batch: it has no outcome, only the error it met.
-type batchFailure = apiv1.BatchFailure
-
-// batchErrorBody answers a batch that a permanent failure canceled: the
-// error, as a single call would have met it, plus what became of each call
-// (some may have finished, some may have been running). Its entries are
+// batchErrorBody answers a batch that failed: the error, as a single call
+// would have met it, plus what became of each call (some may have
+// finished, some may have been running). Its entries are
 // apiv1.CallResponse, DecisionResponse or BatchFailure values; clients
 // decode the whole as apiv1.BatchResponse.
 type batchErrorBody struct {
@@ -53,53 +47,24 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, run bool) {
 		env, rerr = decodeBatchEnvelope(body, s.o.MaxBatchCalls)
 	}
 	if rerr != nil {
-		s.o.Logger.Info("rejected batch envelope", "path", r.URL.Path, "tenant", identity(r).Tenant, "principal", identity(r).Principal, "err", rerr.message)
-		writeError(w, rerr.status, rerr.code, rerr.message)
+		s.o.Logger.Info("rejected batch envelope", "path", r.URL.Path, "tenant", identity(r).Tenant, "principal", identity(r).Principal, "err", rerr.Message)
+		writeError(w, rerr)
 		return
 	}
-	out := s.o.Pipeline.Batch(r.Context(), pipeline.BatchRequest{
+	out, err := s.o.Calls.Batch(r.Context(), service.BatchRequest{
 		Identity: identity(r), SessionID: env.SessionID, Calls: env.Calls,
 	}, run)
-	if out.Err != nil && out.Failed >= 0 && writeKeyError(w, out.Err, batchAt(out.Failed)) {
-		return // a call_id stopped the batch before any call was decided
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, batchResults{Results: out.Results})
+	case out.Results == nil:
+		writeError(w, err) // a call_id stopped the batch before any call was decided
+	default:
+		// The batch answers with the initiating failure's status, never
+		// with a sibling's cancellation.
+		e := service.As(err)
+		writeErrorBody(w, e, batchErrorBody{Error: detailOf(e), Results: out.Results})
 	}
-	results := make([]any, len(out.Results))
-	for i, resp := range out.Results {
-		if run {
-			results[i] = callResponse{
-				CallID: resp.CallID, DecisionID: resp.DecisionID, Outcome: resp.Outcome,
-				Content: resp.Content, IsError: resp.IsError, Data: resp.Data,
-			}
-		} else {
-			results[i] = decisionResponse{
-				CallID: resp.CallID, DecisionID: resp.DecisionID, Outcome: resp.Outcome,
-				Content: resp.Content, RequestDigest: resp.RequestDigest,
-			}
-		}
-	}
-	if out.Err == nil {
-		writeJSON(w, http.StatusOK, batchResults{Results: results})
-		return
-	}
-	// The batch answers with the initiating failure's status, never with a
-	// sibling's cancellation.
-	status, code, reason, retry := pipelineFailure(out.Err)
-	if retry {
-		w.Header().Set("Retry-After", "1")
-	}
-	msg := reason + "; nothing was run"
-	if out.Failed >= 0 {
-		f := out.Results[out.Failed]
-		callMsg := reason + "; this call was not run"
-		if errors.Is(out.Err, pipeline.ErrToolPermanent) {
-			// As a single call's 424: the call ran (both its events are
-			// audited) and retrying cannot help.
-			callMsg = reason + "; end the run rather than retry"
-		}
-		results[out.Failed] = batchFailure{CallID: f.CallID, DecisionID: f.DecisionID, Error: errorDetail{Code: code, Message: callMsg}}
-		msg = fmt.Sprintf("%s at calls[%d]; the batch was canceled (see results: calls that had finished keep their results, the others are canceled)", reason, out.Failed)
-	}
-	writeJSON(w, status, batchErrorBody{Error: errorDetail{Code: code, Message: msg}, Results: results})
 }
 
 // decodeBatchEnvelope decodes a batch body once, strictly: an object with
@@ -134,7 +99,7 @@ func decodeBatchEnvelope(body []byte, max int) (batchEnvelope, *requestError) {
 	return env, nil
 }
 
-func decodeCalls(val jsontext.Value, max int) ([]pipeline.BatchCall, *requestError) {
+func decodeCalls(val jsontext.Value, max int) ([]service.BatchCall, *requestError) {
 	if val.Kind() != '[' {
 		return nil, badRequest("calls must be an array of call objects")
 	}
@@ -142,7 +107,7 @@ func decodeCalls(val jsontext.Value, max int) ([]pipeline.BatchCall, *requestErr
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, badRequest("body is not valid JSON")
 	}
-	var calls []pipeline.BatchCall
+	var calls []service.BatchCall
 	ids := map[string]int{}
 	for dec.PeekKind() != ']' {
 		i := len(calls)
@@ -171,8 +136,8 @@ func decodeCalls(val jsontext.Value, max int) ([]pipeline.BatchCall, *requestErr
 	return calls, nil
 }
 
-func decodeBatchCall(item jsontext.Value, i int) (pipeline.BatchCall, *requestError) {
-	var c pipeline.BatchCall
+func decodeBatchCall(item jsontext.Value, i int) (service.BatchCall, *requestError) {
+	var c service.BatchCall
 	at := fmt.Sprintf("calls[%d]", i)
 	if item.Kind() != '{' {
 		return c, badRequest("%s must be a call object", at)

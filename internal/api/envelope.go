@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // callEnvelope is the body of POST /v1/tools/{name}/calls and /decisions.
@@ -21,16 +23,10 @@ type callEnvelope struct {
 }
 
 // requestError is a 4xx the envelope caused.
-type requestError struct {
-	status  int
-	code    string
-	message string
-}
-
-func (e *requestError) Error() string { return e.message }
+type requestError = service.Error
 
 func badRequest(format string, a ...any) *requestError {
-	return &requestError{http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf(format, a...)}
+	return service.Errorf(service.KindInvalid, format, a...)
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
@@ -83,11 +79,11 @@ func isJSONMediaType(ct string) bool {
 }
 
 func unsupportedMediaType() *requestError {
-	return &requestError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the request body must be JSON: send Content-Type: application/json"}
+	return &requestError{Kind: service.KindUnsupportedMediaType, Message: "the request body must be JSON: send Content-Type: application/json"}
 }
 
 func tooLarge(max int64) *requestError {
-	return &requestError{http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", max)}
+	return &requestError{Kind: service.KindTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", max)}
 }
 
 // decodeCallEnvelope decodes the envelope once, strictly: a JSON object

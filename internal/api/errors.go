@@ -1,34 +1,33 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/ratelimit"
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // Error codes of the {"error":{"code","message"}} body (CONTRACT §4),
-// from the API's wire types.
+// from the API's wire types. Which status each goes with is
+// service.Kind's table.
 const (
 	CodeUnauthenticated      = apiv1.CodeUnauthenticated
 	CodeForbidden            = apiv1.CodeForbidden
 	CodeInvalidRequest       = apiv1.CodeInvalidRequest
 	CodeNotFound             = apiv1.CodeNotFound
 	CodeMethodNotAllowed     = apiv1.CodeMethodNotAllowed
+	CodeConflict             = apiv1.CodeConflict
+	CodeUnfinished           = apiv1.CodeUnfinished
 	CodeTooLarge             = apiv1.CodeTooLarge
 	CodeUnsupportedMediaType = apiv1.CodeUnsupportedMediaType
+	CodePermanentFailure     = apiv1.CodePermanentFailure
 	CodeRateLimited          = apiv1.CodeRateLimited
 	CodeUnavailable          = apiv1.CodeUnavailable
 	CodeInternal             = apiv1.CodeInternal
-	// CodePermanentFailure (424): the tool ran and declared a permanent
-	// failure; the platform should end the run rather than retry.
-	CodePermanentFailure = apiv1.CodePermanentFailure
 )
 
 type (
@@ -36,68 +35,27 @@ type (
 	errorDetail = apiv1.ErrorDetail
 )
 
-// writeError writes a failure that is not a tool result. message must be
-// safe for any caller: no internal detail.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+// writeError writes every failure that is not a tool result, and is the
+// only function that does: err's kind (service.Kind; an error that is no
+// *service.Error is internal) gives the status and code, its Message the
+// message, its CallID and DecisionID the call it belongs to, and its
+// RetryAfter the Retry-After header (always present on a 429).
+func writeError(w http.ResponseWriter, err error) {
+	e := service.As(err)
+	writeErrorBody(w, e, errorBody{Error: detailOf(e)})
 }
 
-// pipelineFailure maps a pipeline failure to its status in one place:
-// every dependency failure fails closed with 503, anything else is 500.
-// reason is model-safe and says what failed, not what happened to the call.
-func pipelineFailure(err error) (status int, code, reason string, retryAfter bool) {
-	switch {
-	case errors.Is(err, pipeline.ErrPolicy):
-		return http.StatusServiceUnavailable, CodeUnavailable, "policy is unavailable", false
-	case errors.Is(err, pipeline.ErrOverloaded):
-		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is overloaded", true
-	case errors.Is(err, pipeline.ErrAudit):
-		return http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable", false
-	case errors.Is(err, pipeline.ErrLimits):
-		return http.StatusServiceUnavailable, CodeUnavailable, "rate limits cannot be counted", false
-	case errors.Is(err, pipeline.ErrToolPermanent):
-		// Only a batch meets it as an error: the call ran.
-		return http.StatusFailedDependency, CodePermanentFailure, "the tool reported a permanent failure", false
-	}
-	return http.StatusInternalServerError, CodeInternal, "internal error", false
+// detailOf is the body's error member for e.
+func detailOf(e *service.Error) errorDetail {
+	return errorDetail{Code: e.Kind.Code(), Message: e.Message, CallID: e.CallID, DecisionID: e.DecisionID}
 }
 
-// writePipelineError writes the failure of a single call or decision.
-func writePipelineError(w http.ResponseWriter, err error) {
-	if writeKeyError(w, err, "") {
-		return
+// writeErrorBody writes body, an error body, with e's status and headers.
+func writeErrorBody(w http.ResponseWriter, e *service.Error, body any) {
+	if e.RetryAfter > 0 || e.Kind == service.KindRateLimited {
+		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetrySeconds(e.RetryAfter), 10))
 	}
-	var le *pipeline.LimitError
-	if errors.As(err, &le) {
-		msg := "a limit refused the request; retry after the Retry-After delay"
-		if le.Limit == pipeline.LimitLongPolls {
-			msg = "too many long polls of this tenant are waiting; retry after the Retry-After delay, or poll without wait"
-		}
-		writeTooMany(w, le.RetryAfter, errorDetail{Code: CodeRateLimited, Message: msg})
-		return
-	}
-	status, code, reason, retry := pipelineFailure(err)
-	if retry {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeError(w, status, code, reason+"; nothing was run")
-}
-
-// writeTooMany answers 429 with Retry-After: the whole seconds of retry,
-// rounded up, at least 1.
-func writeTooMany(w http.ResponseWriter, retry time.Duration, d errorDetail) {
-	w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetrySeconds(retry), 10))
-	writeJSON(w, http.StatusTooManyRequests, errorBody{Error: d})
-}
-
-// writeRateLimited answers a call or decision that a limit refused
-// (outcome rate_limited): audited, nothing ran; call_id and decision_id
-// name its decision event.
-func writeRateLimited(w http.ResponseWriter, resp pipeline.Response) {
-	writeTooMany(w, resp.RetryAfter, errorDetail{
-		Code: CodeRateLimited, Message: "a limit refused the call; nothing was run; retry after the Retry-After delay",
-		CallID: resp.CallID, DecisionID: resp.DecisionID,
-	})
+	writeJSON(w, e.Kind.HTTPStatus(), body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

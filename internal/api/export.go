@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // Export formats (GET /v1/audit/export?format=).
@@ -36,11 +36,11 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "format", "from", "to":
 		default:
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "unknown query parameter "+strconv.Quote(truncate(k, 64)))
+			writeError(w, badRequest("unknown query parameter %s", strconv.Quote(truncate(k, 64))))
 			return
 		}
 		if len(q[k]) > 1 {
-			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "query parameter "+strconv.Quote(k)+" given more than once")
+			writeError(w, badRequest("query parameter %s given more than once", strconv.Quote(k)))
 			return
 		}
 	}
@@ -48,24 +48,19 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request) {
 	if format == "" {
 		format = ExportNDJSON
 	}
-	var f audit.Filter
-	switch format {
-	case ExportNDJSON:
-	case ExportOPA:
-		// OPA logs one event per decision: result events stay out.
-		f.Phase = audit.PhaseDecision
-	default:
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, `format must be "ndjson" or "opa"`)
+	req := service.ExportRequest{Format: format}
+	if format != ExportNDJSON && format != ExportOPA {
+		writeError(w, badRequest(`format must be "ndjson" or "opa"`))
 		return
 	}
 	for _, tb := range []struct {
 		name string
 		dst  *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
+	}{{"from", &req.From}, {"to", &req.To}} {
 		if v := q.Get(tb.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				writeError(w, http.StatusBadRequest, CodeInvalidRequest, tb.name+" must be an RFC 3339 time")
+				writeError(w, badRequest("%s must be an RFC 3339 time", tb.name))
 				return
 			}
 			*tb.dst = t
@@ -73,18 +68,18 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request) {
 	}
 
 	tenant := identity(r).Tenant
-	st := &exportStream{w: w, rc: http.NewResponseController(w), format: format}
-	err := audit.Export(r.Context(), s.o.Audit, tenant, f, st.batch)
+	st := &exportStream{w: w, rc: http.NewResponseController(w)}
+	err := s.o.Audit.Export(r.Context(), identity(r), req, st.batch)
 	switch {
 	case err == nil:
 		st.finish()
-	case !st.started && errors.Is(err, audit.ErrBadFilter):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "from must not be after to")
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		s.o.Logger.Info("audit export ended by the client", "tenant", tenant, "format", format, "lines", st.lines, "err", err)
 	case !st.started:
-		s.o.Logger.Error("audit export failed", "tenant", tenant, "format", format, "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "audit log is unavailable")
+		if service.KindOf(err) != service.KindInvalid {
+			s.o.Logger.Error("audit export failed", "tenant", tenant, "format", format, "err", err)
+		}
+		writeError(w, err)
 	default:
 		s.o.Logger.Error("audit export interrupted", "tenant", tenant, "format", format, "lines", st.lines, "err", err)
 		st.interrupt()
@@ -100,7 +95,6 @@ type exportStream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	bw      *bufio.Writer
-	format  string
 	started bool
 	lines   int
 }
@@ -118,14 +112,11 @@ func (st *exportStream) start() {
 	st.bw = bufio.NewWriterSize(st.w, 64<<10)
 }
 
-// batch writes one batch of events and flushes it to the client.
-func (st *exportStream) batch(events []*audit.Event) error {
+// batch writes one batch of lines (events, or their OPA form) and
+// flushes it to the client.
+func (st *exportStream) batch(lines []any) error {
 	st.start()
-	for _, ev := range events {
-		var v any = ev
-		if st.format == ExportOPA {
-			v = audit.ToOPAEvent(ev)
-		}
+	for _, v := range lines {
 		// Deterministic: the same range exports the same bytes.
 		b, err := json.Marshal(v, json.Deterministic(true))
 		if err != nil {

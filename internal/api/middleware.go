@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/auth"
-	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/ratelimit"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -48,7 +48,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.o.Metrics.Unauthenticated.WithLabelValues(reason).Inc()
 			s.o.Logger.Info("unauthenticated request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", reason, "err", err)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "a valid bearer credential is required")
+			writeError(w, service.Errorf(service.KindUnauthenticated, "a valid bearer credential is required"))
 			return
 		}
 		if s.tenants != nil {
@@ -58,9 +58,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			// refused request is what a flood would exploit).
 			v, _ := s.tenants.Take(r.Context(), id.Tenant, []ratelimit.Limit{s.tenant})
 			if !v.OK {
-				s.o.Metrics.RateLimited.WithLabelValues(pipeline.LimitTenantRate).Inc()
+				s.o.Metrics.RateLimited.WithLabelValues(service.LimitTenantRate).Inc()
 				s.o.Logger.Debug("tenant rate limited", "tenant", id.Tenant, "path", r.URL.Path, "retry_after", v.RetryAfter)
-				writeTooMany(w, v.RetryAfter, errorDetail{Code: CodeRateLimited,
+				writeError(w, &service.Error{Kind: service.KindRateLimited, RetryAfter: v.RetryAfter,
 					Message: "too many requests for this tenant (limits.tenant_rate); the request was not read; retry after the Retry-After delay"})
 				return
 			}
@@ -74,7 +74,7 @@ func requireRole(role string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !identity(r).HasRole(role) {
-				writeError(w, http.StatusForbidden, CodeForbidden, "this route requires the "+role+" role")
+				writeError(w, service.Errorf(service.KindForbidden, "this route requires the %s role", role))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -91,7 +91,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.o.Logger.Error("handler panicked", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+				writeError(w, service.Errorf(service.KindInternal, "internal error"))
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -1,11 +1,15 @@
-// Package api is the HTTP surface of the gateway: routes, envelope
-// decoding, status codes and error bodies. It knows no tool and no policy
-// detail; the pipeline decides, the audit log answers queries.
+// Package api is the REST front door of the gateway: routes, envelope
+// decoding, authentication and role checks, status codes and error
+// bodies. It knows no tool and no policy detail and reaches no store and
+// no engine: every handler decodes its request, calls one of the
+// application services of internal/service (the same ones the MCP front
+// door calls), and writes what it returns. Every failure that is not a
+// tool result is written by one function, writeError, from a
+// *service.Error whose kind gives the status (service.Kind's table).
 package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -17,12 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
-	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/metrics"
-	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/ratelimit"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -45,15 +47,15 @@ type keyStatuser interface {
 	KeyStatus() string
 }
 
-// Options wire a Server.
+// Options wire a Server. Calls, Approvals, Policy, Audit and Health are
+// required.
 type Options struct {
-	Pipeline *pipeline.Pipeline
-	Auth     Authenticator
-	Audit    *audit.Log
-	// Prover serves checkpoints and proofs of the audit log; nil answers
-	// those routes with 503.
-	Prover       Prover
-	Engine       *decision.Engine
+	Calls        service.Calls
+	Approvals    service.Approvals
+	Policy       service.Policy
+	Audit        service.Audit
+	Health       service.Health
+	Auth         Authenticator
 	Metrics      *metrics.Metrics
 	Gatherer     prometheus.Gatherer // for /metrics
 	Logger       *slog.Logger
@@ -121,13 +123,13 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(telemetry.Middleware(s.o.TracerProvider), s.recoverer, s.instrument)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
+		writeError(w, service.Errorf(service.KindNotFound, "no such route"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		if allow := allowedMethods(r, req.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow) // RFC 9110 §15.5.6
 		}
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route")
+		writeError(w, service.Errorf(service.KindMethodNotAllowed, "method not allowed on this route"))
 	})
 
 	r.Get("/healthz", s.healthz)
@@ -198,31 +200,19 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // detail: the reason is one of a few fixed words, the error goes to the
 // log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{"policy": "ok", "audit": "ok"}
-	ready := true
-	if _, err := s.o.Engine.Current(); err != nil {
-		checks["policy"], ready = "not loaded", false
-	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := s.o.Health.Check(ctx)
 	if ks, ok := s.o.Auth.(keyStatuser); ok {
 		if st := ks.KeyStatus(); st != "" {
 			checks["identity"] = st
-			ready = ready && st == "ok"
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	switch err := s.o.Audit.Ping(ctx); {
-	case err == nil:
-	case errors.Is(err, audit.ErrCommitsFailing):
-		checks["audit"], ready = "commits failing", false
-		s.o.Logger.Warn("readiness: audit commits are failing", "err", err)
-	default:
-		checks["audit"], ready = "unreachable", false
-		s.o.Logger.Warn("readiness: audit store unreachable", "err", err)
-	}
 	status, code := "ready", http.StatusOK
-	if !ready {
-		status, code = "not ready", http.StatusServiceUnavailable
+	for _, v := range checks {
+		if v != "ok" {
+			status, code = "not ready", http.StatusServiceUnavailable
+		}
 	}
 	body := map[string]any{"status": status, "checks": checks}
 	if s.o.Confinement != nil {

@@ -82,7 +82,7 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		TraceID: ev.TraceID,
 	}
 	eval := "decide"
-	if ev.Outcome == "unavailable" {
+	if apiv1.Outcome(ev.Outcome) == apiv1.OutcomeUnavailable {
 		out.Path, eval = OPAPathAvailability, "availability"
 	}
 	if out.Custom.Reasons == nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tlog"
@@ -51,6 +52,7 @@ type Gateway struct {
 	handler    http.Handler
 	registry   *prometheus.Registry
 	pipeline   *pipeline.Pipeline
+	services   service.Services // what every front door calls
 	invoker    *invoke.Invoker  // runs every call; holds the command slots
 	shadow     *pipeline.Shadow // nil without policy.shadow
 	tracing    *telemetry.Tracing
@@ -225,10 +227,18 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Limiter:  g.db.Limiter(), MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
 	})
 	g.pipeline = pl
+	g.services = service.Services{
+		Calls:     service.NewCalls(pl),
+		Approvals: service.NewApprovals(pl),
+		Policy:    service.NewPolicy(service.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
+		Audit:     service.NewAudit(service.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
+		Health:    service.NewHealth(g.engine, g.audit, log),
+	}
 	g.handler = api.New(api.Options{
-		Pipeline: pl, Auth: authn, Audit: g.audit, Engine: g.engine, Metrics: m,
+		Calls: g.services.Calls, Approvals: g.services.Approvals, Policy: g.services.Policy,
+		Audit: g.services.Audit, Health: g.services.Health, Auth: authn, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
-		Confinement: g.confinementReport(), JWKS: jwks, Prover: prover{g.audit},
+		Confinement: g.confinementReport(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
 	}).Handler()
@@ -254,6 +264,10 @@ func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts .
 	}
 	return db, err
 }
+
+// Services is the application layer every front door calls (REST now,
+// MCP next): the same concrete services the HTTP handler uses.
+func (g *Gateway) Services() service.Services { return g.services }
 
 // Handler is the gateway's HTTP handler.
 func (g *Gateway) Handler() http.Handler { return g.handler }

@@ -7,16 +7,16 @@ import (
 	"math"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/api"
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
-// prover serves the audit log's checkpoints and proofs to the API,
-// translating the log's errors into the API's.
+// prover serves the audit log's checkpoints and proofs to the audit
+// service, translating the log's errors into the service's.
 type prover struct{ log *audit.Log }
 
-var _ api.Prover = prover{}
+var _ service.Prover = prover{}
 
 func (p prover) Checkpoint(ctx context.Context, tenant string) ([]byte, error) {
 	n, err := p.log.Checkpoint(ctx, tenant)
@@ -27,7 +27,7 @@ func (p prover) VerifierKey() string { return p.log.VerifierKey() }
 
 func (p prover) InclusionProof(ctx context.Context, tenant, id string, size uint64) (tlog.InclusionProof, error) {
 	if size > math.MaxInt64 {
-		return tlog.InclusionProof{}, api.ErrProofRange
+		return tlog.InclusionProof{}, service.ErrProofRange
 	}
 	pr, err := p.log.InclusionProof(ctx, tenant, id, int64(size))
 	return pr, proverErr(err)
@@ -35,7 +35,7 @@ func (p prover) InclusionProof(ctx context.Context, tenant, id string, size uint
 
 func (p prover) ConsistencyProof(ctx context.Context, tenant string, from, to uint64) (tlog.ConsistencyProof, error) {
 	if to > math.MaxInt64 {
-		return tlog.ConsistencyProof{}, api.ErrProofRange
+		return tlog.ConsistencyProof{}, service.ErrProofRange
 	}
 	pr, err := p.log.ConsistencyProof(ctx, tenant, int64(from), int64(to))
 	return pr, proverErr(err)
@@ -56,11 +56,11 @@ func proverErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, audit.ErrNotFound): // ErrNotIntegrated included
-		return errors.Join(api.ErrProofNotFound, err)
+		return errors.Join(service.ErrProofNotFound, err)
 	case errors.Is(err, audit.ErrProofRange):
-		return errors.Join(api.ErrProofRange, err)
+		return errors.Join(service.ErrProofRange, err)
 	case errors.Is(err, audit.ErrBadCheckpoint):
-		return fmt.Errorf("%w: %s", api.ErrBadCheckpoint, strings.TrimPrefix(err.Error(), "audit: "))
+		return fmt.Errorf("%w: %s", service.ErrBadCheckpoint, strings.TrimPrefix(err.Error(), "audit: "))
 	}
 	return err
 }

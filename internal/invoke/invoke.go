@@ -21,15 +21,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/tools"
-)
-
-// Outcomes of an invocation.
-const (
-	OutcomeOK        = "ok"
-	OutcomeToolError = "tool_error"
 )
 
 // ToolFailed is the model-facing text of every failure that is not an
@@ -96,8 +91,8 @@ func (iv *Invoker) CommandsWaiting() int64 { return iv.commands.Waiting() }
 
 // Outcome is the shaped result of one invocation.
 type Outcome struct {
-	Outcome   string // OutcomeOK or OutcomeToolError
-	Content   string // model-facing
+	Outcome   apiv1.Outcome // apiv1.OutcomeOK or apiv1.OutcomeToolError
+	Content   string        // model-facing
 	IsError   bool
 	Data      map[string]any
 	Bytes     int
@@ -169,7 +164,7 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 	if err != nil {
 		var me *tools.ModelError
 		if errors.As(err, &me) {
-			return Outcome{Outcome: OutcomeToolError, Content: me.Message, IsError: true, Err: err, Duration: time.Since(start)}
+			return Outcome{Outcome: apiv1.OutcomeToolError, Content: me.Message, IsError: true, Err: err, Duration: time.Since(start)}
 		}
 		out := iv.failed(start, err)
 		out.Permanent = errors.Is(err, tools.ErrPermanent)
@@ -177,7 +172,7 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 	}
 	content, cut := capContent(res.Content, lim.MaxOutputBytes)
 	return Outcome{
-		Outcome:   OutcomeOK,
+		Outcome:   apiv1.OutcomeOK,
 		Content:   content,
 		Data:      res.Data,
 		Bytes:     res.Bytes,
@@ -187,7 +182,7 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 }
 
 func (iv *Invoker) failed(start time.Time, err error) Outcome {
-	return Outcome{Outcome: OutcomeToolError, Content: ToolFailed, IsError: true, Err: err, Duration: time.Since(start)}
+	return Outcome{Outcome: apiv1.OutcomeToolError, Content: ToolFailed, IsError: true, Err: err, Duration: time.Since(start)}
 }
 
 // run calls the tool, turning a panic into an error so one broken tool

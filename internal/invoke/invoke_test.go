@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -106,21 +107,23 @@ func TestObligationsOnlyTightenLimits(t *testing.T) {
 func TestOutcomesAreShapedAndRedacted(t *testing.T) {
 	iv := New(Options{})
 	cases := []struct {
-		mode, outcome, content string
+		mode    string
+		outcome apiv1.Outcome
+		content string
 	}{
-		{"ok", OutcomeOK, "fine"},
-		{"fail", OutcomeToolError, ToolFailed},
-		{"panic", OutcomeToolError, ToolFailed},
-		{"model", OutcomeToolError, "old_string not found in file"},
-		{"permanent", OutcomeToolError, ToolFailed},
+		{"ok", apiv1.OutcomeOK, "fine"},
+		{"fail", apiv1.OutcomeToolError, ToolFailed},
+		{"panic", apiv1.OutcomeToolError, ToolFailed},
+		{"model", apiv1.OutcomeToolError, "old_string not found in file"},
+		{"permanent", apiv1.OutcomeToolError, ToolFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
 			out := iv.Invoke(context.Background(), prepared(t, tc.mode, tools.Limits{}), decision.Obligations{})
-			if out.Outcome != tc.outcome || out.Content != tc.content || out.IsError != (tc.outcome != OutcomeOK) {
+			if out.Outcome != tc.outcome || out.Content != tc.content || out.IsError != (tc.outcome != apiv1.OutcomeOK) {
 				t.Fatalf("got %+v", out)
 			}
-			if tc.outcome == OutcomeToolError && out.Err == nil {
+			if tc.outcome == apiv1.OutcomeToolError && out.Err == nil {
 				t.Fatal("the internal cause is lost")
 			}
 			if out.Permanent != (tc.mode == "permanent") {
@@ -133,14 +136,14 @@ func TestOutcomesAreShapedAndRedacted(t *testing.T) {
 func TestTimeoutFromObligation(t *testing.T) {
 	iv := New(Options{})
 	out := iv.Invoke(context.Background(), prepared(t, "slow", tools.Limits{}), decision.Obligations{TimeoutMS: 20})
-	if out.Outcome != OutcomeToolError || out.Content != ToolFailed || !errors.Is(out.Err, context.DeadlineExceeded) {
+	if out.Outcome != apiv1.OutcomeToolError || out.Content != ToolFailed || !errors.Is(out.Err, context.DeadlineExceeded) {
 		t.Fatalf("got %+v", out)
 	}
 	if gotLimits.Timeout != 20*time.Millisecond {
 		t.Fatalf("tool saw timeout %v", gotLimits.Timeout)
 	}
 	out = iv.Invoke(context.Background(), prepared(t, "ignores-deadline", tools.Limits{}), decision.Obligations{TimeoutMS: 1})
-	if out.Outcome != OutcomeToolError {
+	if out.Outcome != apiv1.OutcomeToolError {
 		t.Fatalf("a result delivered after the deadline counted as success: %+v", out)
 	}
 }

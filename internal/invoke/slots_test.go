@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -203,13 +204,13 @@ func TestCommandCallsAreCappedPerTenant(t *testing.T) {
 	cmd2 := newGateTool("cmd", ActionCommand)
 	close(cmd2.gate)
 	out := iv.Invoke(context.Background(), preparedFor(t, cmd2, "globex"), decision.Obligations{TimeoutMS: 5000})
-	if out.Outcome != OutcomeOK {
+	if out.Outcome != apiv1.OutcomeOK {
 		t.Fatalf("globex command: %+v", out)
 	}
 
 	// A non-command tool of the saturated tenant is not held back either.
 	close(other.gate)
-	if out := iv.Invoke(context.Background(), preparedFor(t, other, "acme"), decision.Obligations{TimeoutMS: 5000}); out.Outcome != OutcomeOK {
+	if out := iv.Invoke(context.Background(), preparedFor(t, other, "acme"), decision.Obligations{TimeoutMS: 5000}); out.Outcome != apiv1.OutcomeOK {
 		t.Fatalf("acme read: %+v", out)
 	}
 
@@ -217,7 +218,7 @@ func TestCommandCallsAreCappedPerTenant(t *testing.T) {
 	// closed, without running.
 	late := newGateTool("cmd", ActionCommand)
 	out = iv.Invoke(context.Background(), preparedFor(t, late, "acme"), decision.Obligations{TimeoutMS: 30})
-	if out.Outcome != OutcomeToolError || out.Content != ToolFailed || !errors.Is(out.Err, context.DeadlineExceeded) {
+	if out.Outcome != apiv1.OutcomeToolError || out.Content != ToolFailed || !errors.Is(out.Err, context.DeadlineExceeded) {
 		t.Fatalf("slot timeout: %+v", out)
 	}
 	if late.ran.Load() != 0 {
@@ -228,7 +229,7 @@ func TestCommandCallsAreCappedPerTenant(t *testing.T) {
 	wg.Wait()
 	close(outs)
 	for o := range outs {
-		if o.Outcome != OutcomeOK {
+		if o.Outcome != apiv1.OutcomeOK {
 			t.Errorf("queued command: %+v", o)
 		}
 	}
@@ -247,7 +248,7 @@ func TestCommandSlotsSitUnderTheGlobalCap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			tenant := []string{"acme", "globex"}[i%2]
-			if out := iv.Invoke(context.Background(), preparedFor(t, cmd, tenant), decision.Obligations{}); out.Outcome != OutcomeOK {
+			if out := iv.Invoke(context.Background(), preparedFor(t, cmd, tenant), decision.Obligations{}); out.Outcome != apiv1.OutcomeOK {
 				t.Errorf("%s: %+v", tenant, out)
 			}
 		}()

@@ -9,22 +9,15 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
-	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
-// Outcomes of approval events (phase "approval") and of a polled call.
-const (
-	OutcomeApproved = "approved"
-	OutcomeExpired  = "expired"
-	OutcomePending  = "pending"
-)
-
-// Errors of the approval steps, mapped to statuses by internal/api.
+// Errors of the approval steps, mapped to error kinds by internal/service.
 var (
 	// ErrApprovalNotFound: no such approval (or call) for this caller.
 	ErrApprovalNotFound = errors.New("approval not found")
@@ -64,8 +57,8 @@ func (h *held) data() map[string]any {
 
 // holdFor decides whether c is held: only real calls (not PDP decisions)
 // whose outcome is approval_required, when an approval store is wired.
-func (p *Pipeline) holdFor(c *call, outcome string, dec decision.Decision) *held {
-	if !c.run || outcome != OutcomeApprovalRequired || p.o.Approvals == nil {
+func (p *Pipeline) holdFor(c *call, outcome apiv1.Outcome, dec decision.Decision) *held {
+	if !c.run || outcome != apiv1.OutcomeApprovalRequired || p.o.Approvals == nil {
 		return nil
 	}
 	ttl := p.o.ApprovalTTL
@@ -142,18 +135,18 @@ func (p *Pipeline) CallApproval(ctx context.Context, id *auth.Identity, callID s
 // CallOutcome is what a polling caller learns of a held call: pending
 // (waiting, or approved and still running), ok, tool_error, denied or
 // expired.
-func CallOutcome(a *approval.Approval) string {
+func CallOutcome(a *approval.Approval) apiv1.Outcome {
 	switch a.Status {
 	case approval.StatusDenied:
-		return OutcomeDenied
+		return apiv1.OutcomeDenied
 	case approval.StatusExpired:
-		return OutcomeExpired
+		return apiv1.OutcomeExpired
 	case approval.StatusApproved:
 		if a.Outcome != "" {
-			return a.Outcome
+			return apiv1.Outcome(a.Outcome)
 		}
 	}
-	return OutcomePending
+	return apiv1.OutcomePending
 }
 
 func (p *Pipeline) getApproval(ctx context.Context, tenant, id string) (*approval.Approval, error) {
@@ -208,7 +201,7 @@ func (p *Pipeline) expireDue(ctx context.Context, tenant string) error {
 		return fmt.Errorf("%w: %v", ErrAudit, err)
 	}
 	for _, a := range expired {
-		ev := p.heldEvent(a, p.o.NewID(), audit.PhaseApproval, OutcomeExpired, p.revisionID())
+		ev := p.heldEvent(a, p.o.NewID(), audit.PhaseApproval, apiv1.OutcomeExpired, p.revisionID())
 		ev.Reasons = []string{"nobody decided before " + audit.FormatTime(a.ExpiresAt)}
 		if err := p.o.Audit.Append(ctx, ev); err != nil {
 			p.o.Logger.Error("expiry event not written", "tenant", tenant, "approval_id", a.ID, "err", err)
@@ -231,7 +224,7 @@ func (p *Pipeline) Deny(ctx context.Context, s ApprovalStep) (*approval.Approval
 		return nil, p.decideErr(ctx, tenant, err)
 	}
 	defer p.calls.notify(callKey(tenant, a.CallID))
-	ev := p.approverEvent(a, s, OutcomeDenied)
+	ev := p.approverEvent(a, s, apiv1.OutcomeDenied)
 	if err := p.o.Audit.Append(ctx, ev); err != nil {
 		p.o.Logger.Error("denial event not written", "tenant", tenant, "approval_id", a.ID, "err", err)
 		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
@@ -271,9 +264,9 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
-	outcome := OutcomeAllow
+	outcome := apiv1.OutcomeAllow
 	if !dec.Allow {
-		outcome = OutcomeDenied
+		outcome = apiv1.OutcomeDenied
 	}
 	decisionID := p.o.NewID()
 	ev := p.heldEvent(a, decisionID, audit.PhaseDecision, outcome, rev.ID())
@@ -304,12 +297,12 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 	// From here the call is ours to finish, whatever the approver's
 	// connection does.
 	ctx = context.WithoutCancel(ctx)
-	if err := p.o.Audit.Append(ctx, p.approverEvent(a, s, OutcomeApproved)); err != nil {
-		p.finish(ctx, a, invoke.OutcomeToolError, approval.Result{Content: "the tool failed", IsError: true})
+	if err := p.o.Audit.Append(ctx, p.approverEvent(a, s, apiv1.OutcomeApproved)); err != nil {
+		p.finish(ctx, a, apiv1.OutcomeToolError, approval.Result{Content: "the tool failed", IsError: true})
 		return nil, p.auditErr(ev, err)
 	}
 
-	res := p.heldEvent(a, decisionID, audit.PhaseResult, invoke.OutcomeToolError, rev.ID())
+	res := p.heldEvent(a, decisionID, audit.PhaseResult, apiv1.OutcomeToolError, rev.ID())
 	res.Approval.By = s.Identity.Principal
 	prep, err := p.rebuild(ctx, a)
 	if err != nil {
@@ -318,10 +311,10 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 		if err := p.o.Audit.Append(ctx, res); err != nil {
 			p.o.Metrics.ResultAuditLost.Inc()
 		}
-		return p.finish(ctx, a, invoke.OutcomeToolError, approval.Result{Content: "the tool failed", IsError: true}), nil
+		return p.finish(ctx, a, apiv1.OutcomeToolError, approval.Result{Content: "the tool failed", IsError: true}), nil
 	}
 	out := p.o.Invoker.Invoke(ctx, prep, dec.Obligations)
-	res.Outcome = out.Outcome
+	res.Outcome = string(out.Outcome)
 	res.DurationsUS["invoke"] = out.Duration.Microseconds()
 	res.Result = &audit.ResultInfo{IsError: out.IsError, Bytes: out.Bytes, Truncated: out.Truncated}
 	if out.Err != nil {
@@ -336,11 +329,11 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 
 // finish records an approved call's outcome and returns the approval as
 // stored afterwards.
-func (p *Pipeline) finish(ctx context.Context, a *approval.Approval, outcome string, r approval.Result) *approval.Approval {
-	if err := p.o.Approvals.Finish(ctx, a.Tenant, a.ID, outcome, r); err != nil {
+func (p *Pipeline) finish(ctx context.Context, a *approval.Approval, outcome apiv1.Outcome, r approval.Result) *approval.Approval {
+	if err := p.o.Approvals.Finish(ctx, a.Tenant, a.ID, string(outcome), r); err != nil {
 		p.o.Logger.Error("approved call's outcome not stored", "tenant", a.Tenant, "approval_id", a.ID, "err", err)
 	}
-	a.Outcome, a.Result = outcome, &r
+	a.Outcome, a.Result = string(outcome), &r
 	p.calls.notify(callKey(a.Tenant, a.CallID))
 	return a
 }
@@ -440,17 +433,17 @@ func cloneDoc(doc map[string]any) map[string]any {
 }
 
 // heldEvent is an audit event about a held call, on behalf of its caller.
-func (p *Pipeline) heldEvent(a *approval.Approval, decisionID, phase, outcome, revision string) *audit.Event {
+func (p *Pipeline) heldEvent(a *approval.Approval, decisionID, phase string, outcome apiv1.Outcome, revision string) *audit.Event {
 	return &audit.Event{
 		Tenant: a.Tenant, Principal: a.Principal, Client: a.Client, CallID: a.CallID, DecisionID: decisionID,
-		SessionID: a.SessionID, Tool: a.Tool, Action: a.Action, Phase: phase, Outcome: outcome,
+		SessionID: a.SessionID, Tool: a.Tool, Action: a.Action, Phase: phase, Outcome: string(outcome),
 		Reasons: []string{}, PolicyRevision: revision, RequestDigest: a.Digest, Input: a.Input,
 		DurationsUS: map[string]int64{}, Approval: &audit.ApprovalInfo{ID: a.ID},
 	}
 }
 
 // approverEvent records an approver's step; its principal is the approver.
-func (p *Pipeline) approverEvent(a *approval.Approval, s ApprovalStep, outcome string) *audit.Event {
+func (p *Pipeline) approverEvent(a *approval.Approval, s ApprovalStep, outcome apiv1.Outcome) *audit.Event {
 	ev := p.heldEvent(a, a.DecisionID, audit.PhaseApproval, outcome, a.PolicyRevision)
 	ev.Principal, ev.Client = s.Identity.Principal, s.Identity.Client
 	ev.Approval.By, ev.Approval.Comment = s.Identity.Principal, s.Comment

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/auth"
 )
@@ -51,7 +52,7 @@ func TestAnObligationMayShortenTheApprovalTTLButNeverLengthenIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Outcome != OutcomeApprovalRequired || probe.ran.Load() != 0 {
+			if resp.Outcome != apiv1.OutcomeApprovalRequired || probe.ran.Load() != 0 {
 				t.Fatalf("outcome %s, ran %d", resp.Outcome, probe.ran.Load())
 			}
 			a, err := f.pl.o.Approvals.Get(context.Background(), "acme", resp.Data["approval_id"].(string))
@@ -68,7 +69,7 @@ func TestAnObligationMayShortenTheApprovalTTLButNeverLengthenIt(t *testing.T) {
 func TestDecisionsInPDPModeHoldNothing(t *testing.T) {
 	f, _ := holdingFixture(t, "")
 	resp, err := f.pl.Decide(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
-	if err != nil || resp.Outcome != OutcomeApprovalRequired || resp.Data != nil {
+	if err != nil || resp.Outcome != apiv1.OutcomeApprovalRequired || resp.Data != nil {
 		t.Fatalf("decide: %+v %v", resp, err)
 	}
 	l, _ := f.pl.o.Approvals.List(context.Background(), "acme", approval.Filter{})
@@ -132,7 +133,7 @@ func TestBatchHoldsApprovalRequiredCallsLikeSingleCalls(t *testing.T) {
 	ids := map[string]bool{}
 	for i, r := range out.Results {
 		id, _ := r.Data["approval_id"].(string)
-		if r.Outcome != OutcomeApprovalRequired || r.Content != TextApprovalRequired || id == "" || r.Data["expires_at"] == nil {
+		if r.Outcome != apiv1.OutcomeApprovalRequired || r.Content != TextApprovalRequired || id == "" || r.Data["expires_at"] == nil {
 			t.Fatalf("call %d: %+v, want held with an approval id", i, r)
 		}
 		ids[id] = true
@@ -141,7 +142,7 @@ func TestBatchHoldsApprovalRequiredCallsLikeSingleCalls(t *testing.T) {
 			t.Fatalf("call %d: stored approval %+v (%v), want pending %s of digest %s", i, a, err, id, r.RequestDigest)
 		}
 		evs := f.events(t, r.CallID)
-		if len(evs) != 1 || evs[0].Outcome != OutcomeApprovalRequired || evs[0].Approval == nil || evs[0].Approval.ID != id {
+		if len(evs) != 1 || evs[0].Outcome != string(apiv1.OutcomeApprovalRequired) || evs[0].Approval == nil || evs[0].Approval.ID != id {
 			t.Fatalf("call %d: events %+v, want one decision event naming the approval", i, evs)
 		}
 	}

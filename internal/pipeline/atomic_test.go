@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/invoke"
@@ -66,7 +67,7 @@ func TestAHeldCallCommitsItsDecisionAndItsApprovalTogether(t *testing.T) {
 	// the chain verifies.
 	heal()
 	resp, err := f.pl.Call(ctx, Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`), CallID: "held-2"})
-	if err != nil || resp.Outcome != OutcomeApprovalRequired {
+	if err != nil || resp.Outcome != apiv1.OutcomeApprovalRequired {
 		t.Fatalf("held call after healing: %+v, %v", resp, err)
 	}
 	evs := f.events(t, "held-2")
@@ -93,14 +94,14 @@ func TestAnAskUserQuestionCommitsWithItsResultEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Outcome != invoke.OutcomeToolError || resp.Content != invoke.ToolFailed || !resp.IsError || resp.Data != nil {
+	if resp.Outcome != apiv1.OutcomeToolError || resp.Content != invoke.ToolFailed || !resp.IsError || resp.Data != nil {
 		t.Fatalf("ask-user whose question cannot be stored: %+v", resp)
 	}
 	if _, err := f.pl.CallQuestion(ctx, alice, "ask-1"); !errors.Is(err, ErrQuestionNotFound) {
 		t.Fatalf("CallQuestion = %v, want ErrQuestionNotFound", err)
 	}
 	evs := f.events(t, "ask-1") // newest first
-	if len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != invoke.OutcomeToolError ||
+	if len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != string(apiv1.OutcomeToolError) ||
 		evs[0].Question != nil || evs[1].Phase != audit.PhaseDecision {
 		t.Fatalf("events of the failed ask: %+v", evs)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -172,7 +173,7 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 	ran := errors.Is(b.err, ErrToolPermanent)
 	for i, r := range b.results {
 		if i != b.failed || ran {
-			p.o.Metrics.Calls.WithLabelValues(mode, calls[i].toolLabel(), r.Outcome).Inc()
+			p.o.Metrics.Calls.WithLabelValues(mode, calls[i].toolLabel(), string(r.Outcome)).Inc()
 		}
 	}
 	p.settleBatch(ctx, calls, b.results, b.failed, ran)
@@ -319,14 +320,14 @@ func (p *Pipeline) recheck(ctx context.Context, c *call) (Response, bool, error)
 	if g.offered {
 		return Response{}, false, nil
 	}
-	ev := p.event(c, audit.PhaseResult, OutcomeUnavailable, []string{"availability withdrawn before the call ran: " + g.reason})
+	ev := p.event(c, audit.PhaseResult, apiv1.OutcomeUnavailable, []string{"availability withdrawn before the call ran: " + g.reason})
 	ev.PolicyRevision = rev.ID()
 	ev.Input = c.input
 	if err := p.o.Audit.Append(context.WithoutCancel(ctx), ev); err != nil {
 		p.o.Logger.Error("result event not written", "tenant", ev.Tenant, "call_id", c.callID, "err", err)
 	}
 	return Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: c.prepared.Digest(),
-		Outcome: OutcomeUnavailable, Content: TextUnavailable, IsError: true}, true, nil
+		Outcome: apiv1.OutcomeUnavailable, Content: TextUnavailable, IsError: true}, true, nil
 }
 
 // cancelCall audits and answers a call that a sibling's failure stopped
@@ -338,7 +339,7 @@ func (p *Pipeline) cancelCall(ctx context.Context, c *call) Response {
 	if c.decided {
 		phase = audit.PhaseResult
 	}
-	ev := p.event(c, phase, OutcomeCanceled, []string{ReasonCanceled})
+	ev := p.event(c, phase, apiv1.OutcomeCanceled, []string{ReasonCanceled})
 	// Without a committed decision the mask is unknown: like a refused
 	// call, the event carries the availability input only.
 	switch {
@@ -352,7 +353,7 @@ func (p *Pipeline) cancelCall(ctx context.Context, c *call) Response {
 	if err := p.o.Audit.Append(context.WithoutCancel(ctx), ev); err != nil {
 		p.o.Logger.Error("canceled event not written", "tenant", ev.Tenant, "call_id", c.callID, "err", err)
 	}
-	resp := Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: OutcomeCanceled, Content: TextCanceled, IsError: true,
+	resp := Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: apiv1.OutcomeCanceled, Content: TextCanceled, IsError: true,
 		Data: map[string]any{"started": false}}
 	if c.prepared != nil {
 		resp.RequestDigest = c.prepared.Digest()
@@ -459,7 +460,7 @@ func (p *Pipeline) settleBatch(ctx context.Context, calls []*call, results []Res
 		}
 		r := results[i]
 		wg.Go(func() {
-			if i == failed && !ran || r.Outcome == OutcomeCanceled && r.Data["started"] != true || r.Outcome == OutcomeRateLimited {
+			if i == failed && !ran || r.Outcome == apiv1.OutcomeCanceled && r.Data["started"] != true || r.Outcome == apiv1.OutcomeRateLimited {
 				p.releaseKey(ctx, c)
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -99,10 +100,14 @@ func TestBatchAnswersInRequestOrder(t *testing.T) {
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	want := []struct{ id, outcome, content string }{
+	want := []struct {
+		id      string
+		outcome apiv1.Outcome
+		content string
+	}{
 		{"first", "ok", "ran first"},
-		{"unknown", OutcomeUnavailable, TextUnavailable},
-		{"invalid", OutcomeInvalidArguments, ""},
+		{"unknown", apiv1.OutcomeUnavailable, TextUnavailable},
+		{"invalid", apiv1.OutcomeInvalidArguments, ""},
 		{"last", "ok", "ran last"},
 	}
 	for i, w := range want {
@@ -113,7 +118,7 @@ func TestBatchAnswersInRequestOrder(t *testing.T) {
 	}
 	// Each call is audited on its own, exactly like a single call.
 	for _, id := range []string{"first", "last"} {
-		if evs := f.events(t, id); len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[1].Outcome != OutcomeAllow {
+		if evs := f.events(t, id); len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[1].Outcome != string(apiv1.OutcomeAllow) {
 			t.Errorf("call %s: events %+v, want allow then result", id, evs)
 		}
 	}
@@ -220,11 +225,11 @@ func TestBatchPermanentFailureCancelsUnfinishedSiblings(t *testing.T) {
 		}
 		for _, i := range []int{0, 2} {
 			r := out.Results[i]
-			if r.Outcome != OutcomeCanceled || r.Content != TextCanceled || !r.IsError || r.Data["started"] != false {
+			if r.Outcome != apiv1.OutcomeCanceled || r.Content != TextCanceled || !r.IsError || r.Data["started"] != false {
 				t.Errorf("sibling %d: %+v, want canceled, not started", i, r)
 			}
 			evs := f.events(t, r.CallID)
-			if len(evs) == 0 || evs[0].Outcome != OutcomeCanceled || evs[0].Reasons[0] != ReasonCanceled {
+			if len(evs) == 0 || evs[0].Outcome != string(apiv1.OutcomeCanceled) || evs[0].Reasons[0] != ReasonCanceled {
 				t.Errorf("sibling %d: events %+v, want a canceled event last", i, evs)
 			}
 		}
@@ -266,14 +271,14 @@ func TestBatchPermanentFailureCancelsUnfinishedSiblings(t *testing.T) {
 		if !errors.Is(out.Err, ErrPolicy) || out.Failed != 2 {
 			t.Fatalf("err %v at %d, want the initiating ErrPolicy of call 2", out.Err, out.Failed)
 		}
-		if r := out.Results[0]; r.Outcome != OutcomeCanceled || r.Data["started"] != true || r.Data["effects"] != EffectsNotUndone {
+		if r := out.Results[0]; r.Outcome != apiv1.OutcomeCanceled || r.Data["started"] != true || r.Data["effects"] != EffectsNotUndone {
 			t.Errorf("running sibling: %+v, want canceled, started, effects not undone", r)
 		}
 		if r := out.Results[1]; r.Outcome != "ok" {
 			t.Errorf("finished sibling: %+v, want its own ok result", r)
 		}
 		evs := f.events(t, "runs")
-		if len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != OutcomeCanceled {
+		if len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != string(apiv1.OutcomeCanceled) {
 			t.Errorf("running sibling's events %+v, want allow then a canceled result", evs)
 		}
 	})
@@ -349,7 +354,7 @@ func TestBatchDecisionsRunNothing(t *testing.T) {
 		t.Fatalf("err %v, ran %d", out.Err, ran.Load())
 	}
 	for _, r := range out.Results {
-		if r.Outcome != OutcomeAllow || r.RequestDigest == "" {
+		if r.Outcome != apiv1.OutcomeAllow || r.RequestDigest == "" {
 			t.Errorf("%+v, want allow with a digest", r)
 		}
 	}
@@ -385,17 +390,17 @@ func TestBatchToolPermanentFailureCancelsSiblingsAndKeepsItsResult(t *testing.T)
 	if r := out.Results[1]; r.CallID != "perm" || r.Outcome != "tool_error" || !r.Permanent || r.DecisionID == "" {
 		t.Errorf("initiating call: %+v, want its own permanent tool_error", r)
 	}
-	if evs := f.events(t, "perm"); len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != "tool_error" || evs[1].Outcome != OutcomeAllow {
+	if evs := f.events(t, "perm"); len(evs) != 2 || evs[0].Phase != audit.PhaseResult || evs[0].Outcome != "tool_error" || evs[1].Outcome != string(apiv1.OutcomeAllow) {
 		t.Errorf("initiating call's events %+v, want allow then its tool_error result", evs)
 	}
-	if r := out.Results[0]; r.Outcome != OutcomeCanceled || r.Permanent || r.Data["started"] != true || r.Data["effects"] != EffectsNotUndone {
+	if r := out.Results[0]; r.Outcome != apiv1.OutcomeCanceled || r.Permanent || r.Data["started"] != true || r.Data["effects"] != EffectsNotUndone {
 		t.Errorf("running sibling: %+v, want canceled, started, effects not undone", r)
 	}
-	if r := out.Results[2]; r.Outcome != OutcomeCanceled || r.Data["started"] != false {
+	if r := out.Results[2]; r.Outcome != apiv1.OutcomeCanceled || r.Data["started"] != false {
 		t.Errorf("waiting sibling: %+v, want canceled, not started", r)
 	}
 	for _, id := range []string{"runs", "waits"} {
-		if evs := f.events(t, id); len(evs) == 0 || evs[0].Outcome != OutcomeCanceled || evs[0].Reasons[0] != ReasonCanceled {
+		if evs := f.events(t, id); len(evs) == 0 || evs[0].Outcome != string(apiv1.OutcomeCanceled) || evs[0].Reasons[0] != ReasonCanceled {
 			t.Errorf("sibling %s: events %+v, want a canceled event last", id, evs)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
@@ -92,10 +93,10 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.Outcome
+		return string(resp.Outcome)
 	}
 	for round := range 2 {
-		if got := decide(base, "probe", "s-1"); got != OutcomeAllow {
+		if got := decide(base, "probe", "s-1"); got != string(apiv1.OutcomeAllow) {
 			t.Fatalf("round %d: the caller the policy offers the tool to: %s", round, got)
 		}
 	}
@@ -127,7 +128,7 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 		{"another tool", base, "probe-2", "s-1"},
 	}
 	for _, v := range variations {
-		if got := decide(v.id, v.tool, v.session); got != OutcomeUnavailable {
+		if got := decide(v.id, v.tool, v.session); got != string(apiv1.OutcomeUnavailable) {
 			t.Errorf("%s: %s, want unavailable (answered from the first caller's cache entry?)", v.name, got)
 		}
 	}
@@ -166,7 +167,7 @@ func TestReloadEndsCachedAvailability(t *testing.T) {
 	ctx := context.Background()
 	req := Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)}
 	for range 2 {
-		if resp, err := f.pl.Decide(ctx, req); err != nil || resp.Outcome != OutcomeAllow {
+		if resp, err := f.pl.Decide(ctx, req); err != nil || resp.Outcome != apiv1.OutcomeAllow {
 			t.Fatalf("%+v %v", resp, err)
 		}
 	}
@@ -180,7 +181,7 @@ func TestReloadEndsCachedAvailability(t *testing.T) {
 	if err := eng.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := f.pl.Decide(ctx, req); err != nil || resp.Outcome != OutcomeUnavailable {
+	if resp, err := f.pl.Decide(ctx, req); err != nil || resp.Outcome != apiv1.OutcomeUnavailable {
 		t.Fatalf("after the reload: %+v %v, want unavailable", resp, err)
 	}
 }
@@ -192,7 +193,7 @@ func TestClockReadingAvailabilityIsNotCached(t *testing.T) {
 	_, reg := f.withCache(t)
 	for range 3 {
 		resp, err := f.pl.Decide(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`)})
-		if err != nil || resp.Outcome != OutcomeAllow {
+		if err != nil || resp.Outcome != apiv1.OutcomeAllow {
 			t.Fatalf("%+v %v", resp, err)
 		}
 	}
@@ -211,7 +212,7 @@ func TestCachedMaskMasksTheAuditedDocument(t *testing.T) {
 	_, reg := f.withCache(t)
 	for _, id := range []string{"m1", "m2"} {
 		resp, err := f.pl.Decide(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"secret"}`), CallID: id})
-		if err != nil || resp.Outcome != OutcomeAllow {
+		if err != nil || resp.Outcome != apiv1.OutcomeAllow {
 			t.Fatalf("%s: %+v %v", id, resp, err)
 		}
 		evs := f.events(t, id)

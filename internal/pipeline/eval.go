@@ -7,14 +7,11 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
-
-// OutcomeError is an evaluation whose decision breaks the policy contract
-// (the gateway would fail closed).
-const OutcomeError = "error"
 
 // ErrEvalRequest is a policy evaluation request that cannot be evaluated
 // (a document of another tenant); the API answers 400.
@@ -37,7 +34,7 @@ type EvalRequest struct {
 // EvalResult is what the revision decided.
 type EvalResult struct {
 	Revision   string
-	Outcome    string // allow, denied, approval_required, unavailable, invalid_arguments, error
+	Outcome    apiv1.Outcome // allow, denied, approval_required, unavailable, invalid_arguments, error
 	Available  bool
 	Evaluation *decision.Evaluation // nil when unavailable or invalid
 	Document   map[string]any       // the evaluated request document
@@ -84,7 +81,7 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 		if !g.offered {
 			// As on the request path: arguments of a tool that is not
 			// offered are never decoded.
-			res.Outcome, res.Reasons = OutcomeUnavailable, []string{g.reason}
+			res.Outcome, res.Reasons = apiv1.OutcomeUnavailable, []string{g.reason}
 			return res, nil
 		}
 		res.Available = true
@@ -97,7 +94,7 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 		if err != nil {
 			var ie *prepare.InvalidArgumentsError
 			if errors.As(err, &ie) {
-				res.Outcome, res.Reasons, res.Problems = OutcomeInvalidArguments, []string{ie.Error()}, problems(ie)
+				res.Outcome, res.Reasons, res.Problems = apiv1.OutcomeInvalidArguments, []string{ie.Error()}, problems(ie)
 				return res, nil
 			}
 			return nil, fmt.Errorf("%w: %v", errInternal, err)
@@ -106,7 +103,7 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 	}
 	res.Document = doc
 	if !res.Available {
-		res.Outcome, res.Reasons = OutcomeUnavailable, []string{"availability policy did not offer the tool"}
+		res.Outcome, res.Reasons = apiv1.OutcomeUnavailable, []string{"availability policy did not offer the tool"}
 		return res, nil
 	}
 	in, err := ast.InterfaceToValue(doc)
@@ -120,13 +117,13 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 	res.Evaluation = ev
 	switch d := ev.Decision; {
 	case ev.Err != nil:
-		res.Outcome, res.Reasons = OutcomeError, []string{ev.Err.Error()}
+		res.Outcome, res.Reasons = apiv1.OutcomeError, []string{ev.Err.Error()}
 	case !d.Allow:
-		res.Outcome, res.Reasons = OutcomeDenied, d.Reasons
+		res.Outcome, res.Reasons = apiv1.OutcomeDenied, d.Reasons
 	case d.ApprovalRequired:
-		res.Outcome, res.Reasons = OutcomeApprovalRequired, d.Reasons
+		res.Outcome, res.Reasons = apiv1.OutcomeApprovalRequired, d.Reasons
 	default:
-		res.Outcome, res.Reasons = OutcomeAllow, d.Reasons
+		res.Outcome, res.Reasons = apiv1.OutcomeAllow, d.Reasons
 	}
 	if res.Reasons == nil {
 		res.Reasons = []string{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/idempotency"
@@ -56,7 +57,7 @@ type UnfinishedError struct {
 	Started    bool
 	// Outcome is the first request's last audited outcome ("" when none
 	// was audited).
-	Outcome string
+	Outcome apiv1.Outcome
 }
 
 func (e *UnfinishedError) Error() string {
@@ -78,7 +79,7 @@ func IsKeyError(err error) bool {
 type recorded struct {
 	CallID        string         `json:"call_id"`
 	DecisionID    string         `json:"decision_id"`
-	Outcome       string         `json:"outcome"`
+	Outcome       apiv1.Outcome  `json:"outcome"`
 	Content       string         `json:"content"`
 	IsError       bool           `json:"is_error"`
 	Data          map[string]any `json:"data,omitempty"`
@@ -224,7 +225,7 @@ func (p *Pipeline) await(ctx context.Context, c *call, fp string, cur *idempoten
 // or expired, denied with data.status saying which; answered, ok with the
 // answer.
 func (p *Pipeline) current(ctx context.Context, c *call, r Response) (Response, error) {
-	if !c.run || (r.Outcome != OutcomeApprovalRequired && r.Outcome != OutcomeAwaitingUser) {
+	if !c.run || (r.Outcome != apiv1.OutcomeApprovalRequired && r.Outcome != apiv1.OutcomeAwaitingUser) {
 		return r, nil
 	}
 	st, err := p.callState(ctx, c.req.Identity, c.callID)
@@ -236,13 +237,13 @@ func (p *Pipeline) current(ctx context.Context, c *call, r Response) (Response, 
 	}
 	if a := st.Approval; a != nil {
 		switch out := CallOutcome(a); out {
-		case OutcomePending:
-		case OutcomeDenied, OutcomeExpired:
+		case apiv1.OutcomePending:
+		case apiv1.OutcomeDenied, apiv1.OutcomeExpired:
 			status := approval.StatusDenied
-			if out == OutcomeExpired {
+			if out == apiv1.OutcomeExpired {
 				status = approval.StatusExpired
 			}
-			r.Outcome, r.Content, r.IsError = OutcomeDenied, TextDenied, true
+			r.Outcome, r.Content, r.IsError = apiv1.OutcomeDenied, TextDenied, true
 			r.Data = map[string]any{"approval_id": a.ID, "status": status}
 		default:
 			r.Outcome, r.Content, r.IsError, r.Data = out, invoke.ToolFailed, true, nil
@@ -253,7 +254,7 @@ func (p *Pipeline) current(ctx context.Context, c *call, r Response) (Response, 
 		return r, nil
 	}
 	if q := st.Question; q != nil && q.Status == approval.QuestionAnswered {
-		r.Outcome, r.Content, r.IsError = invoke.OutcomeOK, q.Answer, false
+		r.Outcome, r.Content, r.IsError = apiv1.OutcomeOK, q.Answer, false
 		r.Data = map[string]any{"question_id": q.ID, "answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
 	}
 	return r, nil
@@ -270,9 +271,9 @@ func (p *Pipeline) unfinished(ctx context.Context, c *call, k *idempotency.Key) 
 	u := &UnfinishedError{CallID: k.CallID, DecisionID: k.DecisionID}
 	for _, ev := range page.Events { // newest first
 		if u.Outcome == "" {
-			u.Outcome = ev.Outcome
+			u.Outcome = apiv1.Outcome(ev.Outcome)
 		}
-		if ev.Phase == audit.PhaseResult || ev.Phase == audit.PhaseDecision && ev.Outcome == OutcomeAllow {
+		if ev.Phase == audit.PhaseResult || ev.Phase == audit.PhaseDecision && apiv1.Outcome(ev.Outcome) == apiv1.OutcomeAllow {
 			u.Started = true
 		}
 	}
@@ -287,7 +288,7 @@ func (p *Pipeline) unfinished(ctx context.Context, c *call, k *idempotency.Key) 
 func (p *Pipeline) settle(ctx context.Context, c *call, resp Response, err error) {
 	// A call that failed closed, or that a limit refused, did not run: its
 	// retry (which a 429's Retry-After asks for) is decided anew.
-	if err != nil || resp.Outcome == OutcomeRateLimited {
+	if err != nil || resp.Outcome == apiv1.OutcomeRateLimited {
 		p.releaseKey(ctx, c)
 		return
 	}

@@ -8,15 +8,10 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 )
-
-// OutcomeRateLimited: a limit refused the call before anything ran (the
-// rate_limit obligation, or approvals.max_pending for a call that would
-// be held or ask the user). The decision event records it; the API
-// answers 429 rate_limited with Retry-After.
-const OutcomeRateLimited = "rate_limited"
 
 // TextRateLimited is the content of a rate-limited call.
 const TextRateLimited = "rate limited"
@@ -64,12 +59,12 @@ func (e *LimitError) Error() string {
 // on. Only calls allowed or held count: a denial takes no token. A PDP
 // decision (/decisions) counts like a call: its allow is the platform's
 // licence to run the tool.
-func (p *Pipeline) limit(ctx context.Context, c *call, outcome string, dec decision.Decision, hold bool) (string, time.Duration, error) {
-	if outcome != OutcomeAllow && outcome != OutcomeApprovalRequired {
+func (p *Pipeline) limit(ctx context.Context, c *call, outcome apiv1.Outcome, dec decision.Decision, hold bool) (string, time.Duration, error) {
+	if outcome != apiv1.OutcomeAllow && outcome != apiv1.OutcomeApprovalRequired {
 		return "", 0, nil
 	}
 	tenant := c.req.Identity.Tenant
-	if hold || c.run && outcome == OutcomeAllow && p.asks(c) {
+	if hold || c.run && outcome == apiv1.OutcomeAllow && p.asks(c) {
 		full, err := p.pendingFull(ctx, tenant)
 		if err != nil {
 			p.o.Logger.Error("counting pending approvals failed closed", "tenant", tenant, "call_id", c.callID, "err", err)
@@ -138,7 +133,7 @@ func (p *Pipeline) asks(c *call) bool {
 
 // rateLimited is the response of a call a limit refused.
 func rateLimited(resp Response, retry time.Duration) Response {
-	resp.Outcome, resp.Content, resp.IsError = OutcomeRateLimited, TextRateLimited, true
+	resp.Outcome, resp.Content, resp.IsError = apiv1.OutcomeRateLimited, TextRateLimited, true
 	resp.RetryAfter = retry
 	resp.Data = map[string]any{"retry_after": ratelimit.RetrySeconds(retry)}
 	return resp

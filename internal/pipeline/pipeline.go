@@ -1,7 +1,8 @@
 // Package pipeline is the request path of a tool call, one straight line:
 // availability → prepare → decide → audit(decision) → invoke →
 // audit(result). Each stage hands the next an immutable value. It knows no
-// HTTP; internal/api maps its results and errors to responses.
+// HTTP; the application services of internal/service wrap it and map its
+// results and errors (service.Error) for every front door (REST, MCP).
 package pipeline
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"go.opentelemetry.io/otel/trace"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
@@ -26,18 +28,6 @@ import (
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tools"
-)
-
-// Decision outcomes (CONTRACT §4).
-const (
-	OutcomeAllow            = "allow"
-	OutcomeDenied           = "denied"
-	OutcomeUnavailable      = "unavailable"
-	OutcomeInvalidArguments = "invalid_arguments"
-	OutcomeApprovalRequired = "approval_required"
-	// OutcomeCanceled: a sibling in the same batch failed permanently
-	// before this call finished.
-	OutcomeCanceled = "canceled"
 )
 
 // Model-facing contract strings.
@@ -206,7 +196,7 @@ type Request struct {
 type Response struct {
 	CallID        string
 	DecisionID    string
-	Outcome       string
+	Outcome       apiv1.Outcome
 	Content       string
 	IsError       bool
 	Data          map[string]any
@@ -300,7 +290,7 @@ func (p *Pipeline) handle(ctx context.Context, req Request, run bool) (Response,
 		return Response{}, err
 	}
 	if !replayed {
-		p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), resp.Outcome).Inc()
+		p.o.Metrics.Calls.WithLabelValues(mode, c.toolLabel(), string(resp.Outcome)).Inc()
 	}
 	return resp, nil
 }
@@ -436,7 +426,7 @@ func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Resp
 		if g.refused {
 			result = false // availability's result, as policy returned it
 		}
-		resp, err := p.refuse(ctx, c, OutcomeUnavailable, []string{g.reason}, nil, result)
+		resp, err := p.refuse(ctx, c, apiv1.OutcomeUnavailable, []string{g.reason}, nil, result)
 		return resp, true, err
 	}
 
@@ -455,7 +445,7 @@ func (p *Pipeline) prepareCall(ctx context.Context, c *call, g *gate) (resp Resp
 		var ie *prepare.InvalidArgumentsError
 		if errors.As(err, &ie) {
 			c.prepared = nil
-			resp, err := p.refuse(ctx, c, OutcomeInvalidArguments, []string{ie.Error()}, ie, nil)
+			resp, err := p.refuse(ctx, c, apiv1.OutcomeInvalidArguments, []string{ie.Error()}, ie, nil)
 			return resp, true, err
 		}
 		return Response{}, false, fmt.Errorf("%w: %v", errInternal, err)
@@ -484,12 +474,12 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 		return Response{}, nil, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
 
-	outcome := OutcomeAllow
+	outcome := apiv1.OutcomeAllow
 	switch {
 	case !dec.Allow:
-		outcome = OutcomeDenied
+		outcome = apiv1.OutcomeDenied
 	case dec.ApprovalRequired:
-		outcome = OutcomeApprovalRequired
+		outcome = apiv1.OutcomeApprovalRequired
 	}
 	h := p.holdFor(c, outcome, dec)
 	if h != nil {
@@ -503,7 +493,7 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 		return Response{}, nil, err
 	}
 	if limited != "" {
-		outcome, h = OutcomeRateLimited, nil
+		outcome, h = apiv1.OutcomeRateLimited, nil
 		reasons = append([]string{limited}, dec.Reasons...)
 	}
 	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
@@ -523,24 +513,24 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
-	case OutcomeRateLimited:
+	case apiv1.OutcomeRateLimited:
 		return rateLimited(resp, retry), nil, nil
-	case OutcomeDenied:
-		resp.Outcome, resp.IsError = OutcomeDenied, true
+	case apiv1.OutcomeDenied:
+		resp.Outcome, resp.IsError = apiv1.OutcomeDenied, true
 		resp.Content = TextDenied
 		if dec.Message != "" {
 			resp.Content = dec.Message
 		}
 		return resp, nil, nil
-	case OutcomeApprovalRequired:
-		resp.Outcome, resp.Content, resp.IsError = OutcomeApprovalRequired, TextApprovalRequired, true
+	case apiv1.OutcomeApprovalRequired:
+		resp.Outcome, resp.Content, resp.IsError = apiv1.OutcomeApprovalRequired, TextApprovalRequired, true
 		if h != nil {
 			resp.Data = h.data()
 		}
 		return resp, nil, nil
 	}
 	if !c.run {
-		resp.Outcome = OutcomeAllow
+		resp.Outcome = apiv1.OutcomeAllow
 		return resp, nil, nil
 	}
 	return resp, &authorized{prepared: prep, dec: dec, input: ev.Input}, nil
@@ -555,7 +545,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 	endInvoke(span, out)
 	var question *approval.Question
 	tool, _ := p.o.Registry.Lookup(c.spec.Name)
-	if q, ok := tool.(asker); ok && out.Outcome == invoke.OutcomeOK {
+	if q, ok := tool.(asker); ok && out.Outcome == apiv1.OutcomeOK {
 		out, question = p.ask(c, q, a, out)
 	}
 	c.durations["invoke"] = out.Duration.Microseconds()
@@ -568,7 +558,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		// A sibling failed while this call ran: whatever the tool did
 		// stays done, and the response says so.
 		reasons = []string{ReasonCanceled}
-		resp.Outcome, resp.Content, resp.IsError = OutcomeCanceled, TextCanceled, true
+		resp.Outcome, resp.Content, resp.IsError = apiv1.OutcomeCanceled, TextCanceled, true
 		resp.Data = map[string]any{"started": true, "effects": EffectsNotUndone}
 		resp.Permanent = false
 		question = nil // nobody will wait for its answer
@@ -602,7 +592,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 		case full != "":
 			// Nothing is asked: the call is refused like a held call.
 			resp = rateLimited(Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: a.prepared.Digest()}, MaxPendingRetryAfter)
-			res = p.event(c, audit.PhaseResult, OutcomeRateLimited, append([]string{full}, reasons...))
+			res = p.event(c, audit.PhaseResult, apiv1.OutcomeRateLimited, append([]string{full}, reasons...))
 			res.Input = a.input
 			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes}
 		default:
@@ -610,7 +600,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 			// the call fails, and its result event says so, without the
 			// question.
 			p.o.Logger.Error("question not stored", "tenant", id.Tenant, "call_id", c.callID, "err", err)
-			resp.Outcome, resp.Content, resp.IsError, resp.Data = invoke.OutcomeToolError, invoke.ToolFailed, true, nil
+			resp.Outcome, resp.Content, resp.IsError, resp.Data = apiv1.OutcomeToolError, invoke.ToolFailed, true, nil
 			res = p.event(c, audit.PhaseResult, resp.Outcome, reasons)
 			res.Input = a.input
 			res.Result = &audit.ResultInfo{IsError: true, Bytes: out.Bytes, Error: "question not stored: " + err.Error()}
@@ -631,7 +621,7 @@ func (p *Pipeline) execute(ctx context.Context, c *call, a *authorized) Response
 // refuse audits a decision that stops the call before authorization
 // (unavailable, invalid arguments) and shapes its response. result is the
 // policy's result when a policy gave one (availability's false), else nil.
-func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons []string, ie *prepare.InvalidArgumentsError, result any) (Response, error) {
+func (p *Pipeline) refuse(ctx context.Context, c *call, outcome apiv1.Outcome, reasons []string, ie *prepare.InvalidArgumentsError, result any) (Response, error) {
 	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
 	ev.Decision = result
 	if c.spec != nil {
@@ -648,9 +638,9 @@ func (p *Pipeline) refuse(ctx context.Context, c *call, outcome string, reasons 
 	}
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: outcome, IsError: true}
 	switch outcome {
-	case OutcomeUnavailable:
+	case apiv1.OutcomeUnavailable:
 		resp.Content = TextUnavailable
-	case OutcomeInvalidArguments:
+	case apiv1.OutcomeInvalidArguments:
 		resp.Content = ie.Error()
 	}
 	return resp, nil
@@ -664,7 +654,7 @@ func problems(ie *prepare.InvalidArgumentsError) []any {
 	return out
 }
 
-func (p *Pipeline) event(c *call, phase, outcome string, reasons []string) *audit.Event {
+func (p *Pipeline) event(c *call, phase string, outcome apiv1.Outcome, reasons []string) *audit.Event {
 	id := c.req.Identity
 	ev := &audit.Event{
 		Tenant:         id.Tenant,
@@ -675,7 +665,7 @@ func (p *Pipeline) event(c *call, phase, outcome string, reasons []string) *audi
 		SessionID:      c.req.SessionID,
 		Tool:           c.req.Tool,
 		Phase:          phase,
-		Outcome:        outcome,
+		Outcome:        string(outcome),
 		Reasons:        append([]string{}, reasons...),
 		PolicyRevision: c.rev.ID(),
 		DurationsUS:    map[string]int64{},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
@@ -177,7 +178,7 @@ func TestDecisionEventIsDurableBeforeTheToolRuns(t *testing.T) {
 	if _, err := f.pl.Call(context.Background(), Request{Identity: alice, Tool: "probe", Arguments: []byte(`{"text":"x"}`), CallID: "c2"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 1 || seen[0].Phase != audit.PhaseDecision || seen[0].Outcome != OutcomeAllow {
+	if len(seen) != 1 || seen[0].Phase != audit.PhaseDecision || seen[0].Outcome != string(apiv1.OutcomeAllow) {
 		t.Fatalf("when the tool started the store held %d events (%+v), want the committed allow decision", len(seen), seen)
 	}
 	evs := f.events(t, "c2")
@@ -327,7 +328,7 @@ func TestEveryOutcomeIsAudited(t *testing.T) {
 		id      *auth.Identity
 		tool    string
 		args    string
-		outcome string
+		outcome apiv1.Outcome
 		content string
 	}{
 		{alice, "probe", `{"text":"yes"}`, "ok", "ran yes"},
@@ -349,9 +350,9 @@ func TestEveryOutcomeIsAudited(t *testing.T) {
 		dec := evs[len(evs)-1]
 		want := tc.outcome
 		if want == "ok" {
-			want = OutcomeAllow
+			want = apiv1.OutcomeAllow
 		}
-		if dec.Phase != audit.PhaseDecision || dec.Outcome != want || dec.PolicyRevision == "" || dec.Principal != tc.id.Principal || len(dec.Reasons) == 0 {
+		if dec.Phase != audit.PhaseDecision || dec.Outcome != string(want) || dec.PolicyRevision == "" || dec.Principal != tc.id.Principal || len(dec.Reasons) == 0 {
 			t.Fatalf("%s: decision event %+v", callID, dec)
 		}
 	}

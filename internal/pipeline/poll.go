@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/auth"
 )
@@ -26,7 +27,7 @@ type CallState struct {
 // Pending reports whether the call still waits for a human.
 func (s CallState) Pending() bool {
 	if s.Approval != nil {
-		return CallOutcome(s.Approval) == OutcomePending
+		return CallOutcome(s.Approval) == apiv1.OutcomePending
 	}
 	return s.Question != nil && s.Question.Status == approval.QuestionPending
 }

@@ -8,22 +8,17 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/invoke"
 )
 
-// Outcomes of ask-user: the call's (awaiting_user) and the question
-// events' (phase "question": answered, or expired).
-const (
-	OutcomeAwaitingUser = "awaiting_user"
-	OutcomeAnswered     = "answered"
-	// TextAwaitingUser is the content of an awaiting_user call.
-	TextAwaitingUser = "awaiting user"
-)
+// TextAwaitingUser is the content of an awaiting_user call.
+const TextAwaitingUser = "awaiting user"
 
-// Errors of the answer step, mapped to statuses by internal/api.
+// Errors of the answer step, mapped to error kinds by internal/service.
 var (
 	// ErrQuestionNotFound: no such question for this caller; an expired
 	// question, another tenant's, and another principal's that policy does
@@ -51,7 +46,7 @@ type asker interface {
 func (p *Pipeline) ask(c *call, a asker, auth *authorized, out invoke.Outcome) (invoke.Outcome, *approval.Question) {
 	dec, id := auth.dec, c.req.Identity
 	failed := func(err error) (invoke.Outcome, *approval.Question) {
-		return invoke.Outcome{Outcome: invoke.OutcomeToolError, Content: invoke.ToolFailed, IsError: true, Err: err, Duration: out.Duration}, nil
+		return invoke.Outcome{Outcome: apiv1.OutcomeToolError, Content: invoke.ToolFailed, IsError: true, Err: err, Duration: out.Duration}, nil
 	}
 	text, options, ok := a.UserQuestion(out.Data)
 	if !ok {
@@ -72,7 +67,7 @@ func (p *Pipeline) ask(c *call, a asker, auth *authorized, out invoke.Outcome) (
 		Text: text, Options: options, CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
 	return invoke.Outcome{
-		Outcome: OutcomeAwaitingUser, Content: TextAwaitingUser, Bytes: out.Bytes, Duration: out.Duration,
+		Outcome: apiv1.OutcomeAwaitingUser, Content: TextAwaitingUser, Bytes: out.Bytes, Duration: out.Duration,
 		Data: map[string]any{"question_id": q.ID, "expires_at": audit.FormatTime(q.ExpiresAt)},
 	}, q
 }
@@ -121,7 +116,7 @@ func (p *Pipeline) Answer(ctx context.Context, s AnswerStep) (*approval.Question
 		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
 	}
 	defer p.calls.notify(callKey(tenant, q.CallID))
-	ev := p.questionEvent(q, q.DecisionID, audit.PhaseQuestion, OutcomeAnswered, q.PolicyRevision)
+	ev := p.questionEvent(q, q.DecisionID, audit.PhaseQuestion, apiv1.OutcomeAnswered, q.PolicyRevision)
 	ev.Principal, ev.Client = s.Identity.Principal, s.Identity.Client
 	ev.Question.By = s.Identity.Principal
 	ev.Result = &audit.ResultInfo{Bytes: len(s.Answer)}
@@ -153,9 +148,9 @@ func (p *Pipeline) mayAnswer(ctx context.Context, q *approval.Question, s Answer
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
-	outcome := OutcomeAllow
+	outcome := apiv1.OutcomeAllow
 	if !dec.Allow {
-		outcome = OutcomeDenied
+		outcome = apiv1.OutcomeDenied
 	}
 	ev := p.questionEvent(q, p.o.NewID(), audit.PhaseDecision, outcome, rev.ID())
 	ev.Reasons = append([]string{}, dec.Reasons...)
@@ -220,7 +215,7 @@ func (p *Pipeline) expireQuestions(ctx context.Context, tenant string) error {
 		return fmt.Errorf("%w: %v", ErrAudit, err)
 	}
 	for _, q := range expired {
-		ev := p.questionEvent(q, p.o.NewID(), audit.PhaseQuestion, OutcomeExpired, p.revisionID())
+		ev := p.questionEvent(q, p.o.NewID(), audit.PhaseQuestion, apiv1.OutcomeExpired, p.revisionID())
 		ev.Reasons = []string{"nobody answered before " + audit.FormatTime(q.ExpiresAt)}
 		if err := p.o.Audit.Append(ctx, ev); err != nil {
 			p.o.Logger.Error("question expiry event not written", "tenant", tenant, "question_id", q.ID, "err", err)
@@ -232,10 +227,10 @@ func (p *Pipeline) expireQuestions(ctx context.Context, tenant string) error {
 
 // questionEvent is an audit event about a question, on behalf of its
 // asker.
-func (p *Pipeline) questionEvent(q *approval.Question, decisionID, phase, outcome, revision string) *audit.Event {
+func (p *Pipeline) questionEvent(q *approval.Question, decisionID, phase string, outcome apiv1.Outcome, revision string) *audit.Event {
 	return &audit.Event{
 		Tenant: q.Tenant, Principal: q.Principal, Client: q.Client, CallID: q.CallID, DecisionID: decisionID,
-		SessionID: q.SessionID, Tool: q.Tool, Action: q.Action, Phase: phase, Outcome: outcome,
+		SessionID: q.SessionID, Tool: q.Tool, Action: q.Action, Phase: phase, Outcome: string(outcome),
 		Reasons: []string{}, PolicyRevision: revision, RequestDigest: q.Digest, Input: q.Input,
 		DurationsUS: map[string]int64{}, Question: &audit.QuestionInfo{ID: q.ID},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/tools/ask"
@@ -55,7 +56,7 @@ func askQuestion(t *testing.T, f *fixture, callID, args string) string {
 		t.Fatal(err)
 	}
 	qid, _ := resp.Data["question_id"].(string)
-	if resp.Outcome != OutcomeAwaitingUser || resp.Content != TextAwaitingUser || resp.IsError || qid == "" || resp.Data["expires_at"] != "2025-06-01T13:00:00.000Z" {
+	if resp.Outcome != apiv1.OutcomeAwaitingUser || resp.Content != TextAwaitingUser || resp.IsError || qid == "" || resp.Data["expires_at"] != "2025-06-01T13:00:00.000Z" {
 		t.Fatalf("ask-user call: %+v", resp)
 	}
 	return qid
@@ -78,7 +79,7 @@ func TestAnsweredQuestionIsTheCallsResult(t *testing.T) {
 	// decision (allow), result (awaiting_user), question (answered): one
 	// chain of events about the call, newest first.
 	evs := f.events(t, "c1")
-	want := []struct{ phase, outcome string }{{audit.PhaseQuestion, OutcomeAnswered}, {audit.PhaseResult, OutcomeAwaitingUser}, {audit.PhaseDecision, OutcomeAllow}}
+	want := []struct{ phase, outcome string }{{audit.PhaseQuestion, string(apiv1.OutcomeAnswered)}, {audit.PhaseResult, string(apiv1.OutcomeAwaitingUser)}, {audit.PhaseDecision, string(apiv1.OutcomeAllow)}}
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d", len(evs), len(want))
 	}
@@ -103,8 +104,8 @@ func TestWhoMayAnswerAQuestion(t *testing.T) {
 		decided string // outcome of the audited second decision, "" for none
 	}{
 		{"the asker", alice, nil, ""},
-		{"another principal", bob, ErrQuestionNotFound, OutcomeDenied},
-		{"a principal whose role policy allows", proxy, nil, OutcomeAllow},
+		{"another principal", bob, ErrQuestionNotFound, string(apiv1.OutcomeDenied)},
+		{"a principal whose role policy allows", proxy, nil, string(apiv1.OutcomeAllow)},
 		{"another tenant", globexAl, ErrQuestionNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +166,7 @@ func TestAnExpiredQuestionIsLikeAMissingOne(t *testing.T) {
 	}
 	expired := 0
 	for _, ev := range f.events(t, "c1") {
-		if ev.Phase == audit.PhaseQuestion && ev.Outcome == OutcomeExpired {
+		if ev.Phase == audit.PhaseQuestion && ev.Outcome == string(apiv1.OutcomeExpired) {
 			expired++
 		}
 	}

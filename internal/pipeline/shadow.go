@@ -6,6 +6,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/decision"
 )
@@ -89,7 +90,7 @@ func (s *Shadow) compare(ch <-chan shadowVerdict, enforced decision.Decision) *a
 	case v.err != nil:
 		info.Outcome, result = ShadowError, ShadowError
 	default:
-		info.Outcome = verdict(v.dec)
+		info.Outcome = string(verdict(v.dec))
 		switch {
 		case enforced.Allow && !v.dec.Allow:
 			result = ShadowAllowToDeny
@@ -102,14 +103,14 @@ func (s *Shadow) compare(ch <-chan shadowVerdict, enforced decision.Decision) *a
 	return info
 }
 
-func verdict(d decision.Decision) string {
+func verdict(d decision.Decision) apiv1.Outcome {
 	switch {
 	case !d.Allow:
-		return OutcomeDenied
+		return apiv1.OutcomeDenied
 	case d.ApprovalRequired:
-		return OutcomeApprovalRequired
+		return apiv1.OutcomeApprovalRequired
 	}
-	return OutcomeAllow
+	return apiv1.OutcomeAllow
 }
 
 // ShadowEngine is the shadow policy's engine, nil without one.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/tools"
@@ -105,7 +106,7 @@ func TestSkillSchemaIsTheOfferedSkillsPerCaller(t *testing.T) {
 		t.Fatalf("a caller with no skills is offered %v", specs)
 	}
 	resp, err := f.pl.Call(context.Background(), Request{Identity: nobody, Tool: "skill", Arguments: []byte(`{"name":"review"}`)})
-	if err != nil || resp.Outcome != OutcomeUnavailable || resp.Content != TextUnavailable {
+	if err != nil || resp.Outcome != apiv1.OutcomeUnavailable || resp.Content != TextUnavailable {
 		t.Fatalf("%+v %v, want unavailable", resp, err)
 	}
 }
@@ -117,14 +118,14 @@ func TestSkillCalls(t *testing.T) {
 		name    string
 		id      *auth.Identity
 		skill   string
-		outcome string
+		outcome apiv1.Outcome
 		content string
 	}{
 		{"allowed: the instructions are served", viewer, "review", "ok", "Read carefully.\n"},
-		{"denied by authorization", dev, "deploy", OutcomeDenied, "deploy is frozen"},
-		{"a skill not offered to the caller breaks its schema", viewer, "deploy", OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
-		{"a skill nobody is offered looks like a missing one", dev, "secret-plan", OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
-		{"a missing skill", dev, "nope", OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
+		{"denied by authorization", dev, "deploy", apiv1.OutcomeDenied, "deploy is frozen"},
+		{"a skill not offered to the caller breaks its schema", viewer, "deploy", apiv1.OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
+		{"a skill nobody is offered looks like a missing one", dev, "secret-plan", apiv1.OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
+		{"a missing skill", dev, "nope", apiv1.OutcomeInvalidArguments, "invalid arguments: /name: must be one of the allowed values"},
 	}
 	f, _, dir := skillFixture(t)
 	for _, c := range cases {

@@ -42,9 +42,9 @@ func endInvoke(span trace.Span, out invoke.Outcome) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(attribute.String("toolgate.outcome", out.Outcome))
+	span.SetAttributes(attribute.String("toolgate.outcome", string(out.Outcome)))
 	if out.IsError {
-		span.SetStatus(codes.Error, out.Outcome)
+		span.SetStatus(codes.Error, string(out.Outcome))
 	}
 	span.End()
 }
@@ -85,5 +85,5 @@ func (c *call) noteSpan(resp Response, err error) {
 		c.span.SetStatus(codes.Error, "failed closed: "+causeOf(err))
 		return
 	}
-	c.span.SetAttributes(attribute.String("toolgate.outcome", resp.Outcome))
+	c.span.SetAttributes(attribute.String("toolgate.outcome", string(resp.Outcome)))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/decision"
 )
@@ -96,11 +97,11 @@ func Run(ctx context.Context, q Querier, candidate *decision.Revision, opts Opti
 }
 
 // short names outcomes in directions.
-var short = map[string]string{"allow": "allow", "denied": "deny", "approval_required": "approval"}
+var short = map[apiv1.Outcome]string{apiv1.OutcomeAllow: "allow", apiv1.OutcomeDenied: "deny", apiv1.OutcomeApprovalRequired: "approval"}
 
 func (rep *Report) replay(ctx context.Context, candidate *decision.Revision, ev *audit.Event, samples int) error {
 	rep.Events++
-	old, ok := short[ev.Outcome]
+	old, ok := short[apiv1.Outcome(ev.Outcome)]
 	if _, second := ev.Input["approval"]; !ok || second || ev.Input == nil {
 		rep.Skipped++
 		return nil

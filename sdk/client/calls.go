@@ -16,7 +16,7 @@ const MaxPollWait = 60 * time.Second
 
 // OutcomePending is a polled call's outcome while it waits for a human or
 // an answer.
-const OutcomePending = "pending"
+const OutcomePending = apiv1.OutcomePending
 
 // CallStatus reads a call held for approval or an ask-user call (GET
 // /v1/calls/{call_id}); only the call's own principal sees it. With wait
