@@ -30,9 +30,11 @@ type MCPUpstream struct {
 	// (argv; the program is an absolute path, a path relative to the
 	// config file, or a name looked up in PATH at start) inside the
 	// command jail. Exactly one of the two.
-	URL     string            `yaml:"url"`
-	Command []string          `yaml:"command"`
-	Headers map[string]string `yaml:"headers"` // sent on every HTTP request (e.g. an API key of the upstream)
+	URL     string   `yaml:"url"`
+	Command []string `yaml:"command"`
+	// Headers are sent on every HTTP request: the upstream's own
+	// credential (Authorization, an API key header), never the caller's.
+	Headers map[string]string `yaml:"headers"`
 	// Network gives a stdio server's jail the host's network (default:
 	// none).
 	Network         bool          `yaml:"network"`
@@ -131,7 +133,7 @@ func (v *validator) mcpUpstreams(c *Config) {
 		for _, h := range sortedKeys(u.Headers) {
 			hk := joinKey(key+".headers", h)
 			switch strings.ToLower(h) {
-			case "authorization", "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "content-type", "accept", "host", "content-length":
+			case "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "content-type", "accept", "host", "content-length":
 				v.add(hk, "is set by the gateway and cannot be configured")
 				continue
 			}

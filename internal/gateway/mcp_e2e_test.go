@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	encjson "encoding/json"
 	"fmt"
 	"net/http"
@@ -87,6 +88,18 @@ func newTestMCPServer() *testMCP {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+	m.srv.AddTool(&mcp.Tool{Name: "whoami", Description: "Says what identity the gateway asserted.", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.record(req)
+			tok := ""
+			if req.Extra != nil && req.Extra.Header != nil {
+				tok = req.Extra.Header.Get(upstream.AssertionHeader)
+			}
+			if s, ok := req.Params.Meta[mcptool.MetaAssertion].(string); ok && tok == "" {
+				tok = s
+			}
+			return text(assertedSubject(tok)), nil
+		})
 	m.add(&mcp.Tool{Name: "huge", Description: "Answers too much.", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
 		func(map[string]any) *mcp.CallToolResult { return text(strings.Repeat("z", 200<<10)) })
 	return m
@@ -171,7 +184,7 @@ func withMCP(url string, pin bool, extra string) func(*setup) {
   mcp:
     - name: notes
       url: ` + url + `
-      timeout: 2s
+      timeout: 3s
       max_response_bytes: 65536
       resources:
         search_notes:
@@ -226,7 +239,7 @@ func TestMCPUpstreamToolsAreGovernedEndToEnd(t *testing.T) {
 	// (the SDK's server sorts by name).
 	list := h.do("GET", "/v1/tools", dev, nil)
 	got := strings.Join(toolNames(list), " ")
-	if got != "read-file notes-get-note notes-fail notes-hang notes-huge notes-search-notes" {
+	if got != "read-file notes-get-note notes-fail notes-hang notes-huge notes-search-notes notes-whoami" {
 		t.Fatalf("tools = %s", got)
 	}
 
@@ -468,17 +481,24 @@ func TestMCPStdioUpstreamRunsInTheJail(t *testing.T) {
 	h := start(t, func(s *setup) {
 		withMCP("", true, "")(s)
 		s.toolsYAML = strings.Replace(s.toolsYAML, "url: \n", "command: ["+self+", "+mcpTestServerArg+"]\n", 1)
+		// Starting a (race-instrumented) test binary in a jail is slow on
+		// a loaded machine; the timeout is tested over HTTP.
+		s.toolsYAML = strings.Replace(s.toolsYAML, "timeout: 3s", "timeout: 60s", 1)
 	})
 	dev := h.token("acme", "alice", "developer")
 	r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"stdio"}}`)
 	if r.str("outcome") != "ok" || r.str("content") != "found stdio (limit 5)" {
 		t.Fatalf("stdio call: %s", r.raw)
 	}
-	if r := h.call(dev, "notes-hang", `{"arguments":{}}`); r.str("content") != "the tool failed" {
-		t.Fatalf("stdio hang: %s", r.raw)
-	}
 	if r := h.call(dev, "notes-get-note", `{"arguments":{"id":"n2"}}`); r.str("content") != "note n2" {
-		t.Fatalf("stdio after hang: %s", r.raw)
+		t.Fatalf("stdio draft-07 tool: %s", r.raw)
+	}
+	if r := h.call(dev, "notes-fail", `{"arguments":{}}`); r.str("outcome") != "tool_error" || !strings.HasPrefix(r.str("content"), "quota exceeded") {
+		t.Fatalf("stdio isError: %.200s", r.raw)
+	}
+	// stdio has no headers: the assertion comes in _meta.
+	if r := h.call(dev, "notes-whoami", `{"arguments":{},"call_id":"c-who"}`); r.str("content") != "alice@acme c-who" {
+		t.Fatalf("stdio assertion: %s", r.raw)
 	}
 }
 
@@ -491,4 +511,26 @@ func skipWithoutJail(t *testing.T) {
 		t.Skipf("no command jail here: %s", st.Reason)
 	}
 	j.Close()
+}
+
+// assertedSubject reads (without verifying: the HTTP test verifies) the
+// subject and call id of an assertion.
+func assertedSubject(tok string) string {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return "no assertion"
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "bad assertion"
+	}
+	var c struct {
+		Sub    string `json:"sub"`
+		Tenant string `json:"tenant"`
+		CallID string `json:"call_id"`
+	}
+	if err := json.Unmarshal(b, &c, json.RejectUnknownMembers(false)); err != nil {
+		return "bad assertion"
+	}
+	return c.Sub + "@" + c.Tenant + " " + c.CallID
 }

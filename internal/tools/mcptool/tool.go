@@ -71,6 +71,11 @@ func (t *Tool) withhold(reason string) bool {
 	return old == nil || *old != reason
 }
 
+// MetaAssertion is the _meta member of a stdio upstream's tools/call that
+// carries the signed assertion (HTTP upstreams get the Toolgate-Assertion
+// header instead).
+const MetaAssertion = "dev.toolgate/assertion"
+
 // call is the frozen artifact: the arguments sent and their digest.
 type call struct {
 	args   map[string]any
@@ -128,7 +133,16 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("mcp %s: %w", t.spec.Name, err)
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: a.args})
+	params := &mcp.CallToolParams{Name: t.remote, Arguments: a.args}
+	if t.u.o.URL == "" {
+		// stdio has no headers: the assertion travels in _meta.
+		tok, err := t.u.o.Signer.Sign(*claims)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("mcp %s: signing the assertion: %w", t.spec.Name, err)
+		}
+		params.Meta = mcp.Meta{MetaAssertion: tok}
+	}
+	res, err := s.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() == nil {
 			// A broken connection (or an oversized response) is not

@@ -149,7 +149,9 @@ func (u *Upstream) Namespace() string { return u.o.Namespace }
 type callKey struct{}
 
 // assertingTransport adds the configured headers and a fresh assertion to
-// every request, and bounds every response body.
+// every request, and bounds every response body. Nothing of the caller's
+// request reaches it: the only Authorization an upstream can see is one
+// the operator configured in headers (the upstream's own credential).
 type assertingTransport struct {
 	u    *Upstream
 	next http.RoundTripper
@@ -170,7 +172,6 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, fmt.Errorf("signing the assertion: %w", err)
 	}
-	r.Header.Del("Authorization")
 	r.Header.Set(assertion.Header, tok)
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
