@@ -158,6 +158,21 @@ func (g *Gateway) newMCPUpstream(c config.MCPUpstream, lock *mcptool.Lock, signe
 	if g.drift != nil {
 		o.OnDrift = g.drift.record
 	}
+	if g.engine != nil {
+		ns := c.Name
+		o.PolicyPins = func(ctx context.Context) map[string]string {
+			rev, err := g.engine.Current()
+			if err != nil {
+				return nil
+			}
+			pins, err := rev.MCPPins(ctx)
+			if err != nil {
+				g.log.Warn("the policy's MCP pins are ignored", "err", err)
+				return nil
+			}
+			return pins[ns]
+		}
+	}
 	if c.Tools != nil {
 		o.Allow = map[string]bool{}
 		for _, t := range c.Tools {

@@ -534,3 +534,47 @@ func assertedSubject(tok string) string {
 	}
 	return c.Sub + "@" + c.Tenant + " " + c.CallID
 }
+
+func TestMCPPinsCanComeFromThePolicyData(t *testing.T) {
+	m := newTestMCPServer()
+	url := m.serve(t)
+	// The digest a security team approves, computed as the gateway does
+	// from the definition a client lists.
+	def, err := mcptool.DefinitionOf(&mcp.Tool{Name: "search_notes", Description: "Search the notes by words.",
+		InputSchema: jsonObject(t, searchSchema), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search"}})
+	must(t, err)
+	pins := func(digest string) string {
+		return "package toolgate\n\nmcp_pins := {\"notes\": {\"search_notes\": \"" + digest + "\"}}\n"
+	}
+	var pdir string
+	h := start(t, withMCP(url, false, ""), func(s *setup) {
+		p := s.policy
+		s.policy = func(dir string) {
+			p(dir)
+			pdir = dir
+			must(t, os.WriteFile(filepath.Join(dir, "pins.rego"), []byte(pins(def.Digest)), 0o644))
+		}
+	})
+	dev := h.token("acme", "alice", "developer")
+	// No mcp.lock.json: only the tool the policy pins is offered.
+	if got := strings.Join(toolNames(h.do("GET", "/v1/tools", dev, nil)), " "); got != "read-file notes-search-notes" {
+		t.Fatalf("tools = %s", got)
+	}
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"q"}}`); r.str("outcome") != "ok" {
+		t.Fatalf("pinned by policy: %s", r.raw)
+	}
+	// The security team withdraws the approval: the next refresh
+	// withholds the tool.
+	must(t, os.WriteFile(filepath.Join(pdir, "pins.rego"), []byte(pins("sha256:"+strings.Repeat("0", 64))), 0o644))
+	must(t, h.g.engine.Load(context.Background()))
+	h.g.refreshMCP(context.Background())
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"q"}}`); r.str("outcome") != "unavailable" {
+		t.Fatalf("after the pin was withdrawn: %s", r.raw)
+	}
+}
+
+func jsonObject(t *testing.T, s string) map[string]any {
+	var m map[string]any
+	must(t, json.Unmarshal([]byte(s), &m))
+	return m
+}

@@ -25,11 +25,12 @@ type Definition struct {
 	Digest      string         // "sha256:" + hex of the canonical definition
 }
 
-// definitionOf builds the Definition of an SDK tool and its digest: the
+// DefinitionOf builds the Definition of an SDK tool (as a client lists it)
+// and its digest: the
 // SHA-256 of the RFC 8785 form of
 // {"annotations","description","input_schema","name"} (annotations null
 // when absent).
-func definitionOf(t *mcp.Tool) (Definition, error) {
+func DefinitionOf(t *mcp.Tool) (Definition, error) {
 	d := Definition{Name: t.Name, Description: t.Description}
 	schema, err := jsonValue(t.InputSchema)
 	if err != nil {

@@ -31,14 +31,14 @@ func TestDefinitionDigestCoversNameDescriptionSchemaAndAnnotations(t *testing.T)
 		return &mcp.Tool{Name: "t", Description: "d", InputSchema: map[string]any{"type": "object"},
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 	}
-	d0, err := definitionOf(base())
+	d0, err := DefinitionOf(base())
 	if err != nil || !digestRE.MatchString(d0.Digest) {
 		t.Fatalf("%+v %v", d0, err)
 	}
 	// The same definition written in another member order digests alike.
 	same := base()
 	same.InputSchema = map[string]any{"type": "object"}
-	if d, _ := definitionOf(same); d.Digest != d0.Digest {
+	if d, _ := DefinitionOf(same); d.Digest != d0.Digest {
 		t.Fatal("equal definitions digest differently")
 	}
 	for name, edit := range map[string]func(*mcp.Tool){
@@ -50,14 +50,14 @@ func TestDefinitionDigestCoversNameDescriptionSchemaAndAnnotations(t *testing.T)
 	} {
 		x := base()
 		edit(x)
-		if d, _ := definitionOf(x); d.Digest == d0.Digest {
+		if d, _ := DefinitionOf(x); d.Digest == d0.Digest {
 			t.Errorf("changing the %s keeps the digest", name)
 		}
 	}
 	// annotations.title is part of the annotations a pin approves.
 	x := base()
 	x.Annotations.Title = "T"
-	if d, _ := definitionOf(x); d.Digest == d0.Digest {
+	if d, _ := DefinitionOf(x); d.Digest == d0.Digest {
 		t.Error("annotations.title is not covered")
 	}
 }
@@ -102,7 +102,7 @@ func TestLockRoundTripsAndRefusesBadDigests(t *testing.T) {
 	if err != nil || len(l.Upstreams) != 0 {
 		t.Fatalf("missing lock: %+v %v", l, err)
 	}
-	d, _ := definitionOf(&mcp.Tool{Name: "t", Description: "d", InputSchema: map[string]any{"type": "object"}})
+	d, _ := DefinitionOf(&mcp.Tool{Name: "t", Description: "d", InputSchema: map[string]any{"type": "object"}})
 	l.Set("notes", []Definition{d})
 	if err := l.Write(path); err != nil {
 		t.Fatal(err)

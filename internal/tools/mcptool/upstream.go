@@ -62,6 +62,11 @@ type Options struct {
 	// Pinned false offers every tool as discovered.
 	Pins   map[string]string
 	Pinned bool
+	// PolicyPins, when set, returns more approved digests by upstream
+	// tool name: those the current policy revision's data holds
+	// (data.toolgate.mcp_pins). A definition is approved when it matches
+	// its pin in Pins or in PolicyPins.
+	PolicyPins func(context.Context) map[string]string
 	// Resources maps an upstream tool name to its resource declarations.
 	Resources map[string][]map[string]string
 	Signer    Signer
@@ -298,7 +303,7 @@ func (u *Upstream) List(ctx context.Context) ([]Definition, map[string]error, er
 			u.o.Logger.Warn("mcp upstream lists too many tools; the rest are ignored", "upstream", u.o.Namespace, "max", MaxTools)
 			break
 		}
-		d, err := definitionOf(t)
+		d, err := DefinitionOf(t)
 		if err != nil {
 			bad[t.Name] = err
 			d = Definition{Name: t.Name}
@@ -317,6 +322,7 @@ func (u *Upstream) Discover(ctx context.Context) ([]*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy := u.policyPins(ctx)
 	// Names that occur twice, or collide once normalized, offer none of
 	// their claimants: the upstream's list is ambiguous.
 	byGateway := map[string]int{}
@@ -350,15 +356,14 @@ func (u *Upstream) Discover(ctx context.Context) ([]*Tool, error) {
 			continue
 		}
 		if u.o.Pinned {
-			pin, ok := u.o.Pins[d.Name]
-			if !ok {
-				u.report(Drift{Upstream: u.o.Namespace, Tool: d.Name, GatewayTool: gw, Kind: DriftUnpinned, CurrentDigest: d.Digest,
-					Detail: "no pin in mcp.lock.json"})
-				continue
-			}
-			if pin != d.Digest {
-				u.report(Drift{Upstream: u.o.Namespace, Tool: d.Name, GatewayTool: gw, Kind: DriftChanged, PinnedDigest: pin, CurrentDigest: d.Digest,
-					Detail: "the definition differs from its pin"})
+			if ok, pin := u.approved(policy, d.Name, d.Digest); !ok {
+				if pin == "" {
+					u.report(Drift{Upstream: u.o.Namespace, Tool: d.Name, GatewayTool: gw, Kind: DriftUnpinned, CurrentDigest: d.Digest,
+						Detail: "no pin in mcp.lock.json or the policy's data"})
+				} else {
+					u.report(Drift{Upstream: u.o.Namespace, Tool: d.Name, GatewayTool: gw, Kind: DriftChanged, PinnedDigest: pin, CurrentDigest: d.Digest,
+						Detail: "the definition differs from its pin"})
+				}
 				continue
 			}
 		}
@@ -383,6 +388,7 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	policy := u.policyPins(ctx)
 	seen := map[string]Definition{}
 	count := map[string]int{}
 	for _, d := range defs {
@@ -404,6 +410,10 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 			t.withhold("the tool's definition drifted from its pin")
 			u.report(Drift{Upstream: u.o.Namespace, Tool: name, GatewayTool: t.spec.Name, Kind: DriftChanged, PinnedDigest: t.spec.DefinitionDigest,
 				CurrentDigest: d.Digest, Detail: "the definition differs from its pin"})
+		case u.o.Pinned && !approvedNow(u, policy, name, d.Digest):
+			t.withhold("the tool's definition is no longer pinned")
+			u.report(Drift{Upstream: u.o.Namespace, Tool: name, GatewayTool: t.spec.Name, Kind: DriftUnpinned,
+				CurrentDigest: d.Digest, Detail: "the pin that approved the definition was withdrawn"})
 		default:
 			if t.withhold("") {
 				u.o.Logger.Info("mcp tool matches its pin again; offered", "tool", t.spec.Name)
@@ -418,16 +428,44 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 			continue
 		}
 		kind, detail := DriftUnpinned, "a new tool (pin it and restart to offer it)"
-		pin, pinned := u.o.Pins[d.Name]
-		if pinned && pin != d.Digest {
+		ok, pin := u.approved(policy, d.Name, d.Digest)
+		if !ok && pin != "" {
 			kind, detail = DriftChanged, "the definition differs from its pin"
-		} else if pinned || !u.o.Pinned {
+		} else if ok || !u.o.Pinned {
 			detail = "a tool not offered at start (restart to offer it)"
 		}
 		u.report(Drift{Upstream: u.o.Namespace, Tool: d.Name, GatewayTool: Normalize(u.o.Namespace, d.Name), Kind: kind,
 			PinnedDigest: pin, CurrentDigest: d.Digest, Detail: detail})
 	}
 	return nil
+}
+
+// policyPins are the current policy's pins of this upstream (nil without).
+func (u *Upstream) policyPins(ctx context.Context) map[string]string {
+	if u.o.PolicyPins == nil {
+		return nil
+	}
+	return u.o.PolicyPins(ctx)
+}
+
+// approved reports whether digest is the pinned definition of tool, in
+// the lock or in the policy's pins; pin is a pin it differs from ("" when
+// the tool has none).
+func (u *Upstream) approved(policy map[string]string, tool, digest string) (ok bool, pin string) {
+	lock, inLock := u.o.Pins[tool]
+	pol, inPolicy := policy[tool]
+	if inLock && lock == digest || inPolicy && pol == digest {
+		return true, digest
+	}
+	if inLock {
+		return false, lock
+	}
+	return false, pol
+}
+
+func approvedNow(u *Upstream, policy map[string]string, tool, digest string) bool {
+	ok, _ := u.approved(policy, tool, digest)
+	return ok
 }
 
 // report passes a drift on once per tool and current digest.
