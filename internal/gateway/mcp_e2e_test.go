@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	encjson "encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -577,4 +578,66 @@ func jsonObject(t *testing.T, s string) map[string]any {
 	var m map[string]any
 	must(t, json.Unmarshal([]byte(s), &m))
 	return m
+}
+
+// Where the jail is not used (landlock-only mode, or a kernel that cannot
+// build it) a stdio upstream is never started: no tool, and the program
+// never ran.
+func TestMCPStdioUpstreamIsRefusedWithoutAJail(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	h := start(t, func(s *setup) {
+		withMCP("", false, "")(s)
+		s.toolsYAML = strings.Replace(s.toolsYAML, "url: \n", "command: [/usr/bin/touch, "+marker+"]\n", 1)
+		s.extraYAML = "sandbox:\n  mode: landlock-only\n"
+	})
+	dev := h.token("acme", "alice", "developer")
+	if got := strings.Join(toolNames(h.do("GET", "/v1/tools", dev, nil)), " "); got != "read-file" {
+		t.Fatalf("tools = %s", got)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the stdio command ran unconfined: %v", err)
+	}
+}
+
+// Two upstreams whose tools normalize to one gateway name stop the gateway
+// at start with an error naming the key.
+func TestMCPToolNameTakenTwiceIsAStartError(t *testing.T) {
+	serve := func(tool string) string {
+		s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: tool, Description: "d", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("ok"), nil })
+		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "ws"), 0o755))
+	must(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS("../../policies")))
+	yaml := `listen: "127.0.0.1:0"
+policy: {dir: policies}
+audit: {driver: sqlite, dsn: audit.db}
+auth:
+  jwt: {hs256_secret_file: secret}
+  assertion: {signing_key_file: keys/assertion.pem}
+tenants:
+  acme: {workspace: ws}
+tools:
+  builtin: [read-file]
+  mcp:
+    - {name: a, url: "` + serve("b_c") + `", pin: false}
+    - {name: a-b, url: "` + serve("c") + `", pin: false}
+`
+	file := filepath.Join(dir, "gateway.yaml")
+	must(t, os.WriteFile(file, []byte(yaml), 0o644))
+	cfg, err := config.Load(file)
+	must(t, err)
+	g, err := New(context.Background(), cfg, nil)
+	if err == nil {
+		g.Close()
+		t.Fatal("the gateway started with a-b-c taken twice")
+	}
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Key != "tools.mcp[1].name" || !strings.Contains(ce.Problem, `"a-b-c"`) {
+		t.Fatalf("error = %v", err)
+	}
 }
