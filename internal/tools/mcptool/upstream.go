@@ -107,7 +107,9 @@ type Upstream struct {
 	sess     *mcp.ClientSession
 	proc     *process
 	reported map[string]string // tool -> digest last reported as drift
-	closed   bool
+	// reports and suppressed count the drifts of the current listing.
+	reports, suppressed int
+	closed              bool
 }
 
 // New checks o and returns an unconnected upstream.
@@ -322,6 +324,8 @@ func (u *Upstream) Discover(ctx context.Context) ([]*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	u.beginReports()
+	defer u.endReports(defs)
 	policy := u.policyPins(ctx)
 	// Names that occur twice, or collide once normalized, offer none of
 	// their claimants: the upstream's list is ambiguous.
@@ -388,6 +392,8 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	u.beginReports()
+	defer u.endReports(defs)
 	policy := u.policyPins(ctx)
 	seen := map[string]Definition{}
 	count := map[string]int{}
@@ -440,6 +446,39 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 	return nil
 }
 
+func (u *Upstream) beginReports() {
+	u.mu.Lock()
+	u.reports, u.suppressed = 0, 0
+	u.mu.Unlock()
+}
+
+// endReports sums up the drifts not reported one by one, and forgets
+// tools the upstream no longer lists (unless offered), so the memory of
+// what was reported stays bounded by one listing.
+func (u *Upstream) endReports(defs []Definition) {
+	listed := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		listed[d.Name] = true
+	}
+	u.mu.Lock()
+	for name := range u.reported {
+		if _, offered := u.tools[name]; !offered && !listed[name] {
+			delete(u.reported, name)
+		}
+	}
+	n := u.suppressed
+	u.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	d := Drift{Upstream: u.o.Namespace, Kind: DriftInvalid,
+		Detail: fmt.Sprintf("%d more tool definitions not offered (not recorded one by one)", n)}
+	u.o.Logger.Warn("mcp tool definitions not offered", "upstream", d.Upstream, "more", n)
+	if u.o.OnDrift != nil {
+		u.o.OnDrift(d)
+	}
+}
+
 // policyPins are the current policy's pins of this upstream (nil without).
 func (u *Upstream) policyPins(ctx context.Context) map[string]string {
 	if u.o.PolicyPins == nil {
@@ -468,7 +507,13 @@ func approvedNow(u *Upstream, policy map[string]string, tool, digest string) boo
 	return ok
 }
 
-// report passes a drift on once per tool and current digest.
+// MaxDriftReports bounds the drifts recorded one by one per listing, so
+// that an upstream inventing tool names cannot flood the audit log; the
+// rest are summed up in one more report.
+const MaxDriftReports = 32
+
+// report passes a drift on once per tool and current digest, at most
+// MaxDriftReports per listing.
 func (u *Upstream) report(d Drift) {
 	u.mu.Lock()
 	key := d.Kind + "\x00" + d.CurrentDigest
@@ -477,6 +522,12 @@ func (u *Upstream) report(d Drift) {
 		return
 	}
 	u.reported[d.Tool] = key
+	u.reports++
+	if u.reports > MaxDriftReports {
+		u.suppressed++
+		u.mu.Unlock()
+		return
+	}
 	u.mu.Unlock()
 	u.o.Logger.Warn("mcp tool definition not offered", "upstream", d.Upstream, "tool", d.Tool, "kind", d.Kind,
 		"pinned_digest", d.PinnedDigest, "current_digest", d.CurrentDigest, "detail", d.Detail)
