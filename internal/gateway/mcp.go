@@ -90,8 +90,9 @@ func (r *driftRecorder) write(log *audit.Log, d mcptool.Drift) {
 
 // addMCPTools connects to every MCP upstream (tools.mcp), registers the
 // tools each offers after everything else, and keeps the upstreams for
-// refreshing. An upstream that cannot be reached at start offers no tools
-// (logged); a gateway tool name taken twice is a start error.
+// refreshing. A pinned upstream that cannot be reached at start offers its
+// pinned tools withheld until a refresh finds it (an unpinned one offers
+// nothing, logged); a gateway tool name taken twice is a start error.
 func (g *Gateway) addMCPTools(ctx context.Context, reg *tools.Registry, signer *assertion.Signer) error {
 	if len(g.cfg.Tools.MCP) == 0 {
 		return nil
@@ -129,8 +130,14 @@ func (g *Gateway) addMCPTools(ctx context.Context, reg *tools.Registry, signer *
 		ts, err := u.Discover(dctx)
 		cancel()
 		if err != nil {
-			g.log.Error("MCP upstream unreachable at start: none of its tools is offered until a restart", "upstream", c.Name, "err", err)
-			continue
+			if !c.Pinned() || lock.Upstreams[c.Name] == nil {
+				g.log.Error("MCP upstream unreachable at start: none of its tools is offered until a restart", "upstream", c.Name, "err", err)
+				continue
+			}
+			// Its pinned tools exist, withheld until a refresh finds the
+			// upstream offering exactly the pinned definitions.
+			ts = u.OfferPinned(lock.Upstreams[c.Name].Tools, "the MCP upstream has not answered since the gateway started")
+			g.log.Error("MCP upstream unreachable at start: its pinned tools are withheld until it answers", "upstream", c.Name, "tools", len(ts), "err", err)
 		}
 		for _, t := range ts {
 			// Policies judge built-ins by name: an MCP tool must never be
@@ -143,7 +150,9 @@ func (g *Gateway) addMCPTools(ctx context.Context, reg *tools.Registry, signer *
 			}
 		}
 		g.mcp = append(g.mcp, mcpUpstream{u: u, refresh: c.RefreshInterval})
-		g.log.Info("MCP upstream connected", "upstream", c.Name, "tools", len(ts), "pinned", c.Pinned())
+		if err == nil {
+			g.log.Info("MCP upstream connected", "upstream", c.Name, "tools", len(ts), "pinned", c.Pinned())
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -64,6 +65,7 @@ type mcpRequest struct {
 // testMCP is a real MCP server (the Go SDK's) over streamable HTTP on
 // loopback, with tools a test can change while it runs.
 type testMCP struct {
+	down   atomic.Bool // every request answers 503
 	srv    *mcp.Server
 	http   *httptest.Server
 	mu     sync.Mutex
@@ -155,6 +157,10 @@ func (m *testMCP) serve(t testing.TB) string {
 	m.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every request, discovery included, must carry an assertion
 		// and never a bearer credential.
+		if m.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		if r.Header.Get(upstream.AssertionHeader) == "" || r.Header.Get("Authorization") != "" {
 			http.Error(w, "no assertion", http.StatusUnauthorized)
 			return
@@ -639,5 +645,43 @@ tools:
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Key != "tools.mcp[1].name" || !strings.Contains(ce.Problem, `"a-b-c"`) {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// An upstream down when the gateway starts: its pinned tools exist but are
+// withheld (from their pinned definitions, nothing from the upstream) until
+// a refresh finds it offering exactly those definitions.
+func TestMCPUpstreamDownAtStartOffersItsPinnedToolsOnceItAnswers(t *testing.T) {
+	m := newTestMCPServer()
+	h := start(t, withMCP(m.serve(t), true, ""), func(s *setup) {
+		pin := s.beforeNew
+		s.beforeNew = func(t testing.TB, cfg *config.Config) {
+			pin(t, cfg)
+			m.down.Store(true)
+		}
+	})
+	dev := h.token("acme", "alice", "developer")
+	if got := strings.Join(toolNames(h.do("GET", "/v1/tools", dev, nil)), " "); got != "read-file" {
+		t.Fatalf("tools while down = %s", got)
+	}
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"q"}}`); r.str("outcome") != "unavailable" {
+		t.Fatalf("while down: %s", r.raw)
+	}
+	h.g.refreshMCP(context.Background()) // still down: nothing changes
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"q"}}`); r.str("outcome") != "unavailable" {
+		t.Fatalf("still down: %s", r.raw)
+	}
+	m.down.Store(false)
+	h.g.refreshMCP(context.Background())
+	got := strings.Join(toolNames(h.do("GET", "/v1/tools", dev, nil)), " ")
+	if got != "read-file notes-get-note notes-fail notes-hang notes-huge notes-search-notes notes-whoami" {
+		t.Fatalf("tools once up = %s (pinned tools, by upstream name)", got)
+	}
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":"q"}}`); r.str("content") != "found q (limit 5)" {
+		t.Fatalf("once up: %s", r.raw)
+	}
+	// Validation used the pinned schema all along.
+	if r := h.call(dev, "notes-search-notes", `{"arguments":{"query":""}}`); r.str("outcome") != "invalid_arguments" {
+		t.Fatalf("pinned schema: %s", r.raw)
 	}
 }

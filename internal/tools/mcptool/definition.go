@@ -48,6 +48,11 @@ func DefinitionOf(t *mcp.Tool) (Definition, error) {
 		}
 		d.Annotations, _ = a.(map[string]any)
 	}
+	return d, d.seal()
+}
+
+// seal computes d.Digest from its parts.
+func (d *Definition) seal() error {
 	var ann any
 	if d.Annotations != nil {
 		ann = d.Annotations
@@ -56,10 +61,10 @@ func DefinitionOf(t *mcp.Tool) (Definition, error) {
 		"name": d.Name, "description": d.Description, "input_schema": d.InputSchema, "annotations": ann,
 	})
 	if err != nil {
-		return d, fmt.Errorf("canonical definition: %w", err)
+		return fmt.Errorf("canonical definition: %w", err)
 	}
 	d.Digest = upstream.Digest(b)
-	return d, nil
+	return nil
 }
 
 // jsonValue round-trips v through JSON into plain JSON-shaped Go values.

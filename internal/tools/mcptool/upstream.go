@@ -382,6 +382,39 @@ func (u *Upstream) Discover(ctx context.Context) ([]*Tool, error) {
 	return out, nil
 }
 
+// OfferPinned is Discover for an upstream that cannot be listed at start:
+// it builds the tools pinned in the lock (pins, by upstream tool name) from
+// their pinned definitions, each withheld with reason until a listing shows
+// the upstream offers exactly that definition (Refresh). A pin whose
+// definition does not hash to its digest, or that could not be offered
+// (name, schema), is skipped.
+func (u *Upstream) OfferPinned(pins map[string]*Pin, reason string) []*Tool {
+	var out []*Tool
+	seen := map[string]bool{}
+	for _, name := range sortedNames(pins) {
+		p := pins[name]
+		if u.o.Allow != nil && !u.o.Allow[name] {
+			continue
+		}
+		d := Definition{Name: name, Description: p.Description, InputSchema: p.InputSchema, Annotations: p.Annotations}
+		gw := Normalize(u.o.Namespace, name)
+		if d.seal() != nil || d.Digest != p.Digest || d.InputSchema == nil || !tools.ValidName(gw) || seen[gw] {
+			u.o.Logger.Warn("mcp pin not offered: its definition does not match its digest or cannot be offered", "upstream", u.o.Namespace, "tool", name)
+			continue
+		}
+		t, err := newTool(u, gw, d)
+		if err != nil {
+			u.o.Logger.Warn("mcp pin not offered", "upstream", u.o.Namespace, "tool", name, "err", err)
+			continue
+		}
+		seen[gw] = true
+		t.withhold(reason)
+		u.tools[name] = t
+		out = append(out, t)
+	}
+	return out
+}
+
 // Refresh lists the tools again. An offered tool whose definition no
 // longer matches the one it was offered with (its pin, or with pinning off
 // the definition at start), or that vanished, is withheld until it matches
