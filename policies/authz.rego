@@ -18,8 +18,9 @@
 #   - url resources: never a metadata address, a non-public address only for
 #     the tenant's allow_private_hosts, http only with allow_http, and the
 #     host must match a fetch glob of the caller's roles;
-#   - upstream tools (tool.kind "upstream") may carry service resources only,
-#     each with an id listed in the services of one of the caller's roles;
+#   - upstream tools (tool.kind "upstream", and "mcp" for MCP upstreams) may
+#     carry service resources only, each with an id listed in the services
+#     of one of the caller's roles;
 #   - ask-user carries no resource (the question is in input.args); someone
 #     other than the asker answers only with the answerer role.
 # Writes that match approval_write, commands that match an approval rule,
@@ -141,10 +142,11 @@ expected_types := resource_types[input.tool.name] if not upstream
 
 # Upstream tools declare their resource types in the gateway's config; this
 # pack knows "service" (see below). Another type is denied until a rule
-# judges it.
+# judges it. MCP upstream tools (kind "mcp") are judged alike: their first
+# resource is the service named after the gateway tool.
 expected_types := {"service"} if upstream
 
-upstream if input.tool.kind == "upstream"
+upstream if input.tool.kind in {"upstream", "mcp"}
 
 deny contains sprintf("this policy only allows %s resources", [concat(" and ", sort(expected_types))]) if {
 	some r in input.resources

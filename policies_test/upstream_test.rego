@@ -98,3 +98,33 @@ test_availability_offers_the_upstream_tool[note] if {
 	ok := availability.allow with input as doc
 	ok == c.want
 }
+
+# mcp_request is the request document of an MCP upstream tool call: its
+# first resource is the service named after the gateway tool.
+mcp_request(roles, tool, extra) := object.union(request("acme", roles, tool, array.concat([service(tool)], extra)), {
+	"tool": {
+		"name": tool,
+		"kind": "mcp",
+		"effects": [concat("", ["mcp.", tool])],
+		"annotations": {"read_only": true, "destructive": false, "idempotent": true, "open_world": false},
+		"annotations_trusted": false,
+		"definition_digest": "sha256:2222",
+	},
+	"action": concat("", ["mcp.", tool]),
+	"args": {"query": "plan"},
+})
+
+test_mcp_tools_are_judged_like_upstream_tools[note] if {
+	some note, c in {
+		"oncall's * covers the MCP tool's service": {"roles": ["oncall"], "extra": [], "want": true},
+		"developer has no grant for the MCP service": {"roles": ["developer"], "extra": [], "want": false},
+		"a mapped type the pack does not judge is denied": {"roles": ["oncall"], "extra": [{"type": "topic", "words": "plan"}], "want": false},
+		"a file resource is denied": {"roles": ["oncall"], "extra": [read("docs/guide.md")], "want": false},
+	}
+
+	# Offered (availability) like any tool: by name in roles.<role>.tools.
+	d := authz.decision with input as mcp_request(c.roles, "notes-search-notes", c.extra)
+		with data.toolgate.tenants.acme.roles.oncall.tools as ["notes-search-notes"]
+		with data.toolgate.tenants.acme.roles.developer.tools as ["notes-search-notes"]
+	d.allow == c.want
+}

@@ -16,6 +16,9 @@ const (
 	PhaseResult   = "result"   // written after the tool ran
 	PhaseApproval = "approval" // a human's step on a held call, or its expiry
 	PhaseQuestion = "question" // an ask-user answer, or its expiry
+	// PhaseDefinition records an MCP tool definition that is not offered:
+	// it drifted from its pin, has none, vanished or is invalid.
+	PhaseDefinition = "definition"
 )
 
 // AuditEvent is one audit record: GET /v1/audit/events, an ndjson export

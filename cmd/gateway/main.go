@@ -84,6 +84,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "usage: gateway audit migrate [--config FILE] | gateway audit verify --checkpoint FILE --key FILE EXPORT.ndjson")
 		return exitUsage
+	case "mcp":
+		if len(args) > 0 && args[0] == "pin" {
+			return mcpPin(args[1:], stdout, stderr)
+		}
+		fmt.Fprintln(stderr, "usage: gateway mcp pin [--config FILE]")
+		return exitUsage
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -105,6 +111,8 @@ const usage = `usage:
   gateway audit verify --checkpoint FILE --key FILE EXPORT.ndjson
                                          check offline that an ndjson export is exactly the log
                                          a signed checkpoint commits to (exit 0) or say why not (1)
+  gateway mcp pin [--config FILE]        connect to every MCP upstream (tools.mcp) and pin its tools'
+                                         definitions in mcp.lock.json beside the config
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
 

@@ -31,6 +31,9 @@ const (
 	// PhaseQuestion records a step on an ask-user question: its answer
 	// (answered) or its expiry (expired).
 	PhaseQuestion = apiv1.PhaseQuestion
+	// PhaseDefinition records an MCP tool definition withheld from every
+	// caller (drifted from its pin, unpinned, removed, invalid).
+	PhaseDefinition = apiv1.PhaseDefinition
 )
 
 // Event is one audit record. It is the API's wire type (api/v1), so that

@@ -167,6 +167,9 @@ type Tools struct {
 	// Upstream declares application tools served by HTTP services, listed
 	// after the built-ins in declaration order.
 	Upstream []Upstream `yaml:"upstream"`
+	// MCP declares MCP servers whose tools are offered, governed, after
+	// the upstream tools.
+	MCP []MCPUpstream `yaml:"mcp"`
 }
 
 // Limits are request-level ceilings.

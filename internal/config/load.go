@@ -100,6 +100,7 @@ func Load(file string) (*Config, error) {
 		cfg.Audit.DSN = DefaultAuditDSN
 	}
 	applyUpstreamDefaults(cfg)
+	applyMCPDefaults(cfg, filepath.Dir(abs))
 	resolvePaths(cfg, filepath.Dir(abs))
 	v := &validator{p: p, lines: d.lines}
 	v.config(cfg)

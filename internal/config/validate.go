@@ -56,6 +56,7 @@ func (v *validator) config(c *Config) {
 	v.skills(c.Tenants)
 	v.auth(c.Auth, c.Tenants)
 	v.upstreams(c, v.tools(c.Tools))
+	v.mcpUpstreams(c)
 	v.limits(c.Limits)
 	v.sandbox(c.Sandbox)
 	v.log(c.Log)

@@ -56,6 +56,9 @@ type Gateway struct {
 	invoker    *invoke.Invoker  // runs every call; holds the command slots
 	shadow     *pipeline.Shadow // nil without policy.shadow
 	tracing    *telemetry.Tracing
+	mcp        []mcpUpstream  // MCP upstreams, refreshed while serving
+	drift      *driftRecorder // nil without tools.mcp
+	jailOnce   sync.Once      // stdio MCP upstreams start the jail on first use
 }
 
 // TracingShutdownTimeout bounds how long Close waits for the spans still
@@ -184,6 +187,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	if err := g.addUpstreamTools(reg, signer); err != nil {
 		return nil, err
 	}
+	if err := g.addMCPTools(ctx, reg, signer); err != nil {
+		return nil, err
+	}
 	var jwks []byte
 	if signer != nil {
 		jwks = signer.JWKS()
@@ -206,6 +212,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if g.drift != nil {
+		g.drift.attach(g.audit)
 	}
 
 	prep, err := prepare.New(reg, prepare.Options{MaxDepth: cfg.Limits.MaxArgDepth})
@@ -325,6 +334,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer close(done)
 			g.pruneKeysEvery(kctx, keyPruneInterval(g.cfg.Limits.IdempotencyTTL))
+		}()
+		defer func() { stop(); <-done }()
+	}
+	for _, m := range g.mcp {
+		mctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.u.Run(mctx, m.refresh)
 		}()
 		defer func() { stop(); <-done }()
 	}

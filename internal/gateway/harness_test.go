@@ -57,6 +57,9 @@ type setup struct {
 	// auditYAML replaces the audit section's keys (default: SQLite at
 	// audit.db), indented by two.
 	auditYAML string
+	// beforeNew runs on the loaded config before the gateway is built
+	// (e.g. to pin MCP tool definitions).
+	beforeNew func(t testing.TB, cfg *config.Config)
 }
 
 var (
@@ -146,6 +149,9 @@ policy:
 	cfg, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.beforeNew != nil {
+		s.beforeNew(t, cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if s.logTo != nil {

@@ -112,6 +112,7 @@ func TestAvailabilityInputMembersAreTheKeyedOnes(t *testing.T) {
 		"/principal/claims", "/principal/groups", "/principal/id", "/principal/roles",
 		"/session_id", "/tenant",
 		"/tool/annotations/destructive", "/tool/annotations/idempotent", "/tool/annotations/open_world", "/tool/annotations/read_only",
+		"/tool/annotations_trusted", "/tool/definition_digest",
 		"/tool/effects", "/tool/kind", "/tool/name", "/tool/schema_digest",
 	}
 	if !slices.Equal(got, want) {

@@ -165,9 +165,17 @@ func appendToolValue(b []byte, s *tools.Spec) ([]byte, error) {
 	b = strconv.AppendBool(b, a.OpenWorld)
 	b = append(b, `,"read_only":`...)
 	b = strconv.AppendBool(b, a.ReadOnly)
-	b = append(b, `},"effects":`...)
-	b, err := appendStrings(b, s.Effects)
-	if err != nil {
+	b = append(b, `},"annotations_trusted":`...)
+	b = strconv.AppendBool(b, !s.AnnotationsUntrusted)
+	var err error
+	if s.DefinitionDigest != "" {
+		b = append(b, ',')
+		if b, err = canonicalpkg.AppendMember(b, "definition_digest", s.DefinitionDigest); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"effects":`...)
+	if b, err = appendStrings(b, s.Effects); err != nil {
 		return b, err
 	}
 	b = append(b, ',')

@@ -34,9 +34,13 @@ func ToolValue(s *tools.Spec) map[string]any {
 			"idempotent":  s.Annotations.Idempotent,
 			"open_world":  s.Annotations.OpenWorld,
 		},
+		"annotations_trusted": !s.AnnotationsUntrusted,
 	}
 	if s.SchemaDigest != "" {
 		v["schema_digest"] = s.SchemaDigest
+	}
+	if s.DefinitionDigest != "" {
+		v["definition_digest"] = s.DefinitionDigest
 	}
 	return v
 }

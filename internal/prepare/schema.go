@@ -21,8 +21,7 @@ func compileSchema(tool, text string) (*jsonschema.Schema, error) {
 	if !ok || obj["type"] != "object" {
 		return nil, fmt.Errorf("tool %s: input schema must be an object schema", tool)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := NewSchemaCompiler()
 	url := "toolgate:///tools/" + tool + "/input.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: %w", tool, err)
@@ -32,6 +31,24 @@ func compileSchema(tool, text string) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("tool %s: input schema: %w", tool, err)
 	}
 	return s, nil
+}
+
+// NewSchemaCompiler is the compiler of every input schema: JSON Schema
+// 2020-12 unless the schema declares another draft ("$schema"), and no
+// loader, so a "$ref" can reach neither a file nor the network (schemas of
+// MCP upstreams are untrusted).
+func NewSchemaCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	return c
+}
+
+// noLoader refuses every external resource.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("external schema references are not loaded")
 }
 
 // validate checks args against the schema and turns failures into

@@ -19,6 +19,9 @@ import (
 const (
 	KindBuiltin  = "builtin"
 	KindUpstream = "upstream"
+	// KindMCP is a tool of an MCP upstream (tools.mcp): its definition
+	// and annotations come from the upstream server.
+	KindMCP = "mcp"
 )
 
 // Annotations are the hints published with a tool and shown to policy.
@@ -67,6 +70,14 @@ type Spec struct {
 	// InputSchema. Upstream tools set it, so that an edited schema is
 	// visible to policy and audit (tool.schema_digest).
 	SchemaDigest string
+	// DefinitionDigest, when set, is "sha256:" + hex of the canonical
+	// definition (name, description, input schema, annotations) an MCP
+	// upstream published: what mcp.lock.json pins (tool.definition_digest).
+	DefinitionDigest string
+	// AnnotationsUntrusted marks annotations that come from an upstream
+	// rather than from the operator's config (tool.annotations_trusted:
+	// false).
+	AnnotationsUntrusted bool
 }
 
 // Resource is one normalized, typed target of a call as policy sees it, e.g.

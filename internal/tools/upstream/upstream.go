@@ -55,7 +55,7 @@ type Tool struct {
 	spec        tools.Spec
 	url         string
 	method      string
-	resources   []resourceRule
+	resources   *Resources
 	defaults    map[string]any // top-level schema defaults
 	client      *http.Client
 	transport   *http.Transport
@@ -109,22 +109,8 @@ func New(d Declaration, signer Signer) (*Tool, error) {
 		maxResponse: d.MaxResponseBytes,
 		signer:      signer,
 	}
-	for i, r := range d.Resources {
-		rule := resourceRule{typ: r["type"], members: map[string][]string{}}
-		if rule.typ == "" {
-			return nil, fmt.Errorf("upstream tool %s: resource %d has no type", d.Name, i)
-		}
-		for name, ptr := range r {
-			if name == "type" {
-				continue
-			}
-			toks, ok := pointerTokens(ptr)
-			if !ok {
-				return nil, fmt.Errorf("upstream tool %s: resource %d member %s: invalid JSON pointer", d.Name, i, name)
-			}
-			rule.members[name] = toks
-		}
-		t.resources = append(t.resources, rule)
+	if t.resources, err = NewResources(d.Resources); err != nil {
+		return nil, fmt.Errorf("upstream tool %s: %w", d.Name, err)
 	}
 	t.transport = &http.Transport{
 		Proxy:                  nil, // the endpoint is the peer, never a proxy from the environment
@@ -173,16 +159,7 @@ func (t *Tool) Prepare(_ context.Context, _ *tools.Env, args map[string]any) (to
 	if err != nil {
 		return tools.Plan{}, fmt.Errorf("upstream %s: canonical arguments: %w", t.spec.Name, err)
 	}
-	res := make([]tools.Resource, 0, len(t.resources))
-	for _, rule := range t.resources {
-		r := tools.Resource{"type": rule.typ}
-		for name, toks := range rule.members {
-			if v, ok := lookup(full, toks); ok {
-				r[name] = v
-			}
-		}
-		res = append(res, r)
-	}
+	res := t.resources.Build(full)
 	return tools.Plan{
 		Args:      full,
 		Resources: res,
