@@ -64,6 +64,14 @@ type AuditEvent struct {
 	// otherwise. Log.Append fills it from the context's span. It is part
 	// of the hashed content; events without one hash as before it existed.
 	TraceID string `json:"trace_id,omitempty"`
+	// Via is the front door a call arrived through when it is not the
+	// REST API: "mcp" for the MCP front door (/mcp or stdio). Client stays
+	// the calling platform named by the credential. Absent for REST.
+	Via string `json:"via,omitempty"`
+	// MCPRequestID is the JSON-RPC id of the MCP tools/call request that
+	// made the call (its JSON text: 7 or "7"), when the front door knew
+	// it. Absent otherwise.
+	MCPRequestID string `json:"mcp_request_id,omitempty"`
 	// Chain, Seq and PrevHash are the hash chain of events written before
 	// the Merkle tree (chain segment, position from 1, predecessor's
 	// hash); they still verify. Events written since have "", 0 and "":

@@ -82,6 +82,10 @@ type Options struct {
 	TenantBurst int
 	// Now is the clock of the tenant buckets (nil: time.Now).
 	Now func() time.Time
+	// MCP, when set, is the MCP front door (internal/mcpserver), served at
+	// /mcp and /.well-known/oauth-protected-resource/mcp; it
+	// authenticates on its own (an MCP resource server's 401).
+	MCP http.Handler
 }
 
 // Server serves the v1 API.
@@ -135,6 +139,10 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/.well-known/jwks.json", s.jwks)
+	if s.o.MCP != nil {
+		r.Handle("/mcp", s.o.MCP)
+		r.Handle("/.well-known/oauth-protected-resource/mcp", s.o.MCP)
+	}
 	if s.o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))
 	}

@@ -102,6 +102,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 	} else {
 		val(`"input":`, ev.Input)
 	}
+	if ev.MCPRequestID != "" {
+		str(`"mcp_request_id":`, ev.MCPRequestID)
+	}
 	if len(ev.Obligations) > 0 {
 		val(`"obligations":`, ev.Obligations)
 	}
@@ -145,6 +148,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 	str(`"tool":`, ev.Tool)
 	if ev.TraceID != "" {
 		str(`"trace_id":`, ev.TraceID)
+	}
+	if ev.Via != "" {
+		str(`"via":`, ev.Via)
 	}
 	if err != nil {
 		return nil, at, err

@@ -48,6 +48,8 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 			e.Result = &ResultInfo{Bytes: 1}
 		},
 		"empty trace id": func(e *Event) { e.TraceID = "" },
+		"via mcp":        func(e *Event) { e.Via, e.MCPRequestID = "mcp", `"req-1"` },
+		"via mcp, trace": func(e *Event) { e.Via, e.MCPRequestID, e.TraceID = "mcp", "7", "4bf92f3577b34da6a3ce929d0e0e4736" },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -23,6 +23,8 @@ type Config struct {
 	Sandbox Sandbox `yaml:"sandbox"`
 	// Telemetry configures OpenTelemetry tracing.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// MCP configures the MCP front door (/mcp).
+	MCP MCPServer `yaml:"mcp"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`

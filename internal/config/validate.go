@@ -63,6 +63,7 @@ func (v *validator) config(c *Config) {
 	v.approvals(c.Approvals)
 	v.debug(c.Debug)
 	v.telemetry(c.Telemetry)
+	v.mcpServer(c.MCP)
 }
 
 // telemetry checks the tracing settings. The endpoint is a collector's

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/invoke"
+	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -59,6 +60,7 @@ type Gateway struct {
 	mcp        []mcpUpstream  // MCP upstreams, refreshed while serving
 	drift      *driftRecorder // nil without tools.mcp
 	jailOnce   sync.Once      // stdio MCP upstreams start the jail on first use
+	front      *mcpserver.Server // the MCP front door; nil with mcp.enabled: false
 }
 
 // TracingShutdownTimeout bounds how long Close waits for the spans still
@@ -243,6 +245,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Audit:     service.NewAudit(service.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
 		Health:    service.NewHealth(g.engine, g.audit, log),
 	}
+	var mcpHandler http.Handler
+	if cfg.MCP.On() {
+		g.front = mcpserver.New(mcpOptions(cfg, g.services.Calls, authn, m, log))
+		mcpHandler = g.front.Handler()
+	}
 	g.handler = api.New(api.Options{
 		Calls: g.services.Calls, Approvals: g.services.Approvals, Policy: g.services.Policy,
 		Audit: g.services.Audit, Health: g.services.Health, Auth: authn, Metrics: m,
@@ -250,6 +257,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Confinement: g.confinementReport(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
+		MCP:            mcpHandler,
 	}).Handler()
 	return g, nil
 }
@@ -277,6 +285,10 @@ func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts .
 // Services is the application layer every front door calls (REST now,
 // MCP next): the same concrete services the HTTP handler uses.
 func (g *Gateway) Services() service.Services { return g.services }
+
+// MCPServer is the MCP front door (nil when mcp.enabled is false): served
+// at /mcp by Handler, and over stdio by `gateway mcp stdio`.
+func (g *Gateway) MCPServer() *mcpserver.Server { return g.front }
 
 // Handler is the gateway's HTTP handler.
 func (g *Gateway) Handler() http.Handler { return g.handler }

@@ -189,6 +189,12 @@ type Request struct {
 	// CallID is optional (generated when empty); one the caller chose is
 	// an idempotency key when Options.Keys is set.
 	CallID string
+	// Via names the front door when it is not REST ("mcp"), and
+	// MCPRequestID the JSON-RPC id of the MCP request; both are recorded
+	// on the call's audit events (audit.Event.Via, MCPRequestID) and
+	// change nothing else.
+	Via          string
+	MCPRequestID string
 }
 
 // Response is a call's or a decision's result. For decisions Outcome is a
@@ -669,6 +675,8 @@ func (p *Pipeline) event(c *call, phase string, outcome apiv1.Outcome, reasons [
 		Reasons:        append([]string{}, reasons...),
 		PolicyRevision: c.rev.ID(),
 		DurationsUS:    map[string]int64{},
+		Via:            c.req.Via,
+		MCPRequestID:   c.req.MCPRequestID,
 	}
 	if !tools.ValidName(ev.Tool) {
 		ev.Tool = "" // never store an attacker-sized or malformed name

@@ -1,0 +1,38 @@
+package gateway
+
+import (
+	"log/slog"
+	"net/url"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/mcpserver"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/service"
+)
+
+// mcpOptions wires the MCP front door from the configuration: the same
+// authenticator and Calls service as REST.
+func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger) mcpserver.Options {
+	j := cfg.Auth.JWT
+	var servers []string
+	switch {
+	case j.OIDCIssuer != "":
+		servers = []string{j.OIDCIssuer}
+	case isURL(j.Issuer):
+		servers = []string{j.Issuer}
+	}
+	if j.Audience == "" && (j.HS256SecretFile != "" || j.JWKSFile != "" || j.JWKSURL != "" || j.OIDCIssuer != "") {
+		log.Warn("mcp: auth.jwt.audience is not set, so /mcp refuses every JWT (a token must be bound to this gateway); API keys still work")
+	}
+	return mcpserver.Options{
+		Calls: calls, Auth: authn, JWTAudience: j.Audience, AuthorizationServers: servers,
+		Resource: cfg.MCP.Resource, AllowedOrigins: cfg.MCP.AllowedOrigins,
+		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Metrics: m, Logger: log.With("front_door", "mcp"),
+	}
+}
+
+func isURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}

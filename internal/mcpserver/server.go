@@ -1,0 +1,194 @@
+// Package mcpserver is the MCP front door of the gateway: the Model
+// Context Protocol over streamable HTTP at /mcp (and over stdio for local
+// clients), built on the official Go SDK's server. Like the REST front
+// door (internal/api) it knows no tool and no policy detail and reaches
+// no store and no engine: tools/list and tools/call call service.Calls,
+// the same service GET /v1/tools and POST /v1/tools/{name}/calls call,
+// and render what it returns.
+//
+// Authorization is that of an MCP resource server: the REST API's bearer
+// credentials (verified by the same authenticator), a 401 that names the
+// RFC 9728 protected resource metadata, tokens bound to this gateway
+// (a JWT must carry the configured audience; see Options.JWTAudience),
+// no token ever passed on, Origin validated, Mcp-Method and Mcp-Name
+// headers checked against the body, and session ids (protocol revisions
+// before 2026-07-28) random, bound to the principal that opened them and
+// never a credential.
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/service"
+)
+
+// Paths the front door serves.
+const (
+	Path         = "/mcp"
+	MetadataPath = "/.well-known/oauth-protected-resource/mcp"
+)
+
+// Via is what the audit events of a call made through this front door
+// record as "via".
+const Via = "mcp"
+
+// Authenticator verifies a request's bearer credential (*auth.Authenticator).
+type Authenticator interface {
+	Authenticate(r *http.Request) (*auth.Identity, error)
+}
+
+// Options wire a Server. Calls and Auth are required.
+type Options struct {
+	Calls service.Calls
+	Auth  Authenticator
+	// JWTAudience is auth.jwt.audience. The authenticator refuses a JWT
+	// whose "aud" is not it; when it is "", no JWT can be bound to this
+	// gateway and /mcp refuses every JWT (API keys, which only this
+	// gateway knows, still work).
+	JWTAudience string
+	// AuthorizationServers are named by the protected resource metadata
+	// (auth.jwt.oidc_issuer, or issuer when it is a URL).
+	AuthorizationServers []string
+	// Resource is the public URL of /mcp (mcp.resource); "" builds it from
+	// each request's Host.
+	Resource string
+	// AllowedOrigins may call /mcp from a browser besides the gateway's
+	// own origin (mcp.allowed_origins).
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a POST body (limits.max_body_bytes; default 1 MiB).
+	MaxBodyBytes int64
+	Metrics      *metrics.Metrics
+	Logger       *slog.Logger
+	// Version is the server version announced to clients.
+	Version string
+}
+
+// Server is the MCP front door.
+type Server struct {
+	o         Options
+	stateful  http.Handler // revisions with sessions (2025-11-25, 2025-06-18 and older)
+	stateless http.Handler // 2026-07-28 and later: no sessions
+}
+
+// New returns the front door.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	s := &Server{o: o}
+	srv := s.newMCPServer(httpIdentity)
+	get := func(*http.Request) *mcp.Server { return srv }
+	s.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes,
+	})
+	s.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes,
+		PropagateRequestCancellation: true,
+	})
+	return s
+}
+
+// identifyFunc is the verified caller of one MCP request.
+type identifyFunc func(ctx context.Context, req mcp.Request) (*auth.Identity, error)
+
+// newMCPServer is the SDK server whose tools/list and tools/call are
+// answered by the Calls service for the identity identify returns.
+func (s *Server) newMCPServer(identify identifyFunc) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: orDefault(s.o.Version, "dev")}, &mcp.ServerOptions{
+		// Tools only; no logging capability (nothing is logged to clients).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list":
+				id, err := identify(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				return s.listTools(ctx, id, sessionOf(req))
+			case "tools/call":
+				id, err := identify(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				call, ok := req.(*mcp.CallToolRequest)
+				if !ok || call.Params == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+				}
+				return s.callTool(ctx, id, sessionOf(req), requestIDOf(req), call.Params)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return srv
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// sessionOf is the MCP session id ("" for sessionless revisions and
+// stdio): the session_id the services, policy and audit see.
+func sessionOf(req mcp.Request) string {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		return ss.ID()
+	}
+	return ""
+}
+
+// requestIDHeader carries the JSON-RPC id of a POST from the HTTP layer,
+// which reads the body, to the tool handler (the SDK hands handlers the
+// request's header, not its id). Whatever a client sends in it is
+// dropped first.
+const requestIDHeader = "Toolgate-Mcp-Request-Id"
+
+func requestIDOf(req mcp.Request) string {
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		return ex.Header.Get(requestIDHeader)
+	}
+	return ""
+}
+
+// rpcError renders a service failure as the JSON-RPC error of its kind
+// (service.Kind's table): the safe message, and in data the REST error
+// code, the call it belongs to and when to retry.
+func rpcError(err error) error {
+	e := service.As(err)
+	data := map[string]any{"code": e.Kind.Code()}
+	if e.CallID != "" {
+		data["call_id"] = e.CallID
+	}
+	if e.DecisionID != "" {
+		data["decision_id"] = e.DecisionID
+	}
+	if e.RetryAfter > 0 || e.Kind == service.KindRateLimited {
+		secs := int64((e.RetryAfter + 999_999_999) / 1_000_000_000)
+		if secs < 1 {
+			secs = 1
+		}
+		data["retry_after_seconds"] = secs
+	}
+	raw, _ := marshal(data)
+	return &jsonrpc.Error{Code: e.Kind.JSONRPCCode(), Message: e.Message, Data: raw}
+}
+
+// errUnauthenticated is every identity failure inside an MCP request
+// (stdio: the token file's credential no longer verifies).
+var errUnauthenticated = service.Errorf(service.KindUnauthenticated, "a valid bearer credential is required")
