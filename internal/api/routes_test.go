@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/api/apispec"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/mcpserver"
 )
 
 // rolesAuth admits "Bearer roles:a,b" with those roles; anything else is
@@ -62,7 +63,8 @@ func TestRouterAndOpenAPIAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Gatherer: prometheus.NewRegistry(), Auth: rolesAuth{}, Logger: nil, MaxBodyBytes: 1024})
+	front := mcpserver.New(mcpserver.Options{Auth: rolesAuth{}, MaxBodyBytes: 1024})
+	s := New(Options{Gatherer: prometheus.NewRegistry(), Auth: rolesAuth{}, Logger: nil, MaxBodyBytes: 1024, MCP: front.Handler()})
 	h := s.Handler()
 	admin := "roles:" + strings.Join([]string{RoleAuditor, RoleApprover, RolePolicyAdmin}, ",")
 

@@ -140,8 +140,10 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Get("/.well-known/jwks.json", s.jwks)
 	if s.o.MCP != nil {
-		r.Handle("/mcp", s.o.MCP)
-		r.Handle("/.well-known/oauth-protected-resource/mcp", s.o.MCP)
+		r.Post("/mcp", s.o.MCP.ServeHTTP)
+		r.Get("/mcp", s.o.MCP.ServeHTTP)    // a session's event stream
+		r.Delete("/mcp", s.o.MCP.ServeHTTP) // ends a session
+		r.Get("/.well-known/oauth-protected-resource/mcp", s.o.MCP.ServeHTTP)
 	}
 	if s.o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))

@@ -196,10 +196,13 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// token mints a JWT as `gateway token` does.
+// token mints a JWT as `gateway token` does (with the configured issuer
+// and audience).
 func (h *harness) token(tenant, sub string, roles ...string) string {
 	h.t.Helper()
-	tok, err := auth.MintHS256(h.secret, auth.MintClaims{Tenant: tenant, Subject: sub, Roles: roles, TTL: time.Hour}, time.Now())
+	j := h.g.cfg.Auth.JWT
+	tok, err := auth.MintHS256(h.secret, auth.MintClaims{Tenant: tenant, Subject: sub, Roles: roles, TTL: time.Hour,
+		Issuer: j.Issuer, Audience: j.Audience}, time.Now())
 	if err != nil {
 		h.t.Fatal(err)
 	}
