@@ -57,9 +57,9 @@ type Gateway struct {
 	invoker    *invoke.Invoker  // runs every call; holds the command slots
 	shadow     *pipeline.Shadow // nil without policy.shadow
 	tracing    *telemetry.Tracing
-	mcp        []mcpUpstream  // MCP upstreams, refreshed while serving
-	drift      *driftRecorder // nil without tools.mcp
-	jailOnce   sync.Once      // stdio MCP upstreams start the jail on first use
+	mcp        []mcpUpstream     // MCP upstreams, refreshed while serving
+	drift      *driftRecorder    // nil without tools.mcp
+	jailOnce   sync.Once         // stdio MCP upstreams start the jail on first use
 	front      *mcpserver.Server // the MCP front door; nil with mcp.enabled: false
 }
 
@@ -257,7 +257,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Confinement: g.confinementReport(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
-		MCP:            mcpHandler,
+		MCP: mcpHandler,
 	}).Handler()
 	return g, nil
 }
