@@ -6,6 +6,8 @@
 //	gateway policy test [DIR...]
 //	gateway policy check [DIR]
 //	gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T]
+//	gateway mcp pin [--config FILE]
+//	gateway mcp stdio [--config FILE] --token-file FILE
 //
 // Every flag may also come from the environment as TOOLGATE_<FLAG>
 // (TOOLGATE_CONFIG, TOOLGATE_TENANT, ...). Exit codes: 0 ok, 1 runtime
@@ -88,7 +90,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) > 0 && args[0] == "pin" {
 			return mcpPin(args[1:], stdout, stderr)
 		}
-		fmt.Fprintln(stderr, "usage: gateway mcp pin [--config FILE]")
+		if len(args) > 0 && args[0] == "stdio" {
+			return mcpStdio(args[1:], os.Stdin, stdout, stderr)
+		}
+		fmt.Fprintln(stderr, "usage: gateway mcp pin [--config FILE] | gateway mcp stdio [--config FILE] --token-file FILE")
 		return exitUsage
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -113,6 +118,9 @@ const usage = `usage:
                                          a signed checkpoint commits to (exit 0) or say why not (1)
   gateway mcp pin [--config FILE]        connect to every MCP upstream (tools.mcp) and pin its tools'
                                          definitions in mcp.lock.json beside the config
+  gateway mcp stdio [--config FILE] --token-file FILE
+                                         serve one local MCP client over stdin/stdout as the
+                                         holder of the credential in FILE (logs go to stderr)
 Flags may also be set as TOOLGATE_<FLAG> environment variables.
 `
 

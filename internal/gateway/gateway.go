@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -306,6 +307,37 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	// Long polls (GET /v1/calls/{id}?wait=) answer at once on shutdown
 	// instead of holding it.
 	srv.RegisterOnShutdown(g.pipeline.StopWaiting)
+	stopBackground, err := g.background(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopBackground()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	g.log.Info("gateway listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// background starts what runs beside a front door while the gateway
+// serves (policy watchers, retention, approval expiry, key pruning, MCP
+// upstream refreshes, pprof); the returned function stops all of it and
+// waits, in reverse order.
+func (g *Gateway) background(ctx context.Context) (func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 	if g.cfg.Policy.WatchEnabled() {
 		go func() {
 			if err := g.engine.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -329,7 +361,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 		// Stopped before Serve returns, so that Close never closes the
 		// store under a prune.
-		defer func() { stop(); <-done }()
+		stops = append(stops, func() { stop(); <-done })
 	}
 	{
 		sctx, stop := context.WithCancel(ctx)
@@ -338,7 +370,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			defer close(done)
 			g.sweepApprovals(sctx)
 		}()
-		defer func() { stop(); <-done }()
+		stops = append(stops, func() { stop(); <-done })
 	}
 	{
 		kctx, stop := context.WithCancel(ctx)
@@ -347,7 +379,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			defer close(done)
 			g.pruneKeysEvery(kctx, keyPruneInterval(g.cfg.Limits.IdempotencyTTL))
 		}()
-		defer func() { stop(); <-done }()
+		stops = append(stops, func() { stop(); <-done })
 	}
 	for _, m := range g.mcp {
 		mctx, stop := context.WithCancel(ctx)
@@ -356,28 +388,33 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			defer close(done)
 			m.u.Run(mctx, m.refresh)
 		}()
-		defer func() { stop(); <-done }()
+		stops = append(stops, func() { stop(); <-done })
 	}
 	if addr := g.cfg.Debug.PprofListen; addr != "" {
 		stop, err := g.servePprof(addr)
 		if err != nil {
-			return err
+			stopAll()
+			return nil, err
 		}
-		defer stop()
+		stops = append(stops, stop)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	g.log.Info("gateway listening", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
+	return stopAll, nil
+}
+
+// ServeStdio serves one local MCP client over in and out (`gateway mcp
+// stdio`) as the holder of token, until the client hangs up or ctx ends,
+// with the same background work as Serve.
+func (g *Gateway) ServeStdio(ctx context.Context, token string, in io.ReadCloser, out io.WriteCloser) error {
+	if g.front == nil {
+		return &config.Error{File: g.cfg.File, Key: "mcp.enabled", Problem: "is false: the MCP front door is off"}
+	}
+	stopBackground, err := g.background(ctx)
+	if err != nil {
 		return err
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	<-errc
-	return err
+	defer stopBackground()
+	defer g.pipeline.StopWaiting()
+	return g.front.ServeStdio(ctx, token, in, out)
 }
 
 // Close releases the stores and workspaces. The audit log drains first.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 
@@ -9,6 +10,10 @@ import (
 
 	"github.com/toolgate/toolgate/internal/auth"
 )
+
+// ErrStdioCredential: the token given to ServeStdio does not verify (or
+// is a JWT without the gateway's audience).
+var ErrStdioCredential = errors.New("mcpserver: the credential does not verify as a credential of this gateway")
 
 // ServeStdio serves one MCP client over in and out (newline-delimited
 // JSON-RPC, the stdio transport) until the client hangs up or ctx ends.
@@ -28,6 +33,9 @@ func (s *Server) ServeStdio(ctx context.Context, token string, in io.ReadCloser,
 			return nil, rpcError(errUnauthenticated)
 		}
 		return ti.Extra[identityKeyName].(*auth.Identity), nil
+	}
+	if _, err := identify(ctx, nil); err != nil {
+		return ErrStdioCredential // before the client hears anything
 	}
 	return s.newMCPServer(identify).Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 }
