@@ -1,0 +1,194 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	apiv1 "github.com/toolgate/toolgate/api/v1"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/service"
+)
+
+// fakeCalls answers by tool name and records the requests it saw.
+type fakeCalls struct {
+	mu   sync.Mutex
+	seen []service.CallRequest
+}
+
+func (f *fakeCalls) Tools(context.Context, *auth.Identity, string) ([]apiv1.Tool, error) {
+	return []apiv1.Tool{{Name: "echo", Description: "Echo.", InputSchema: []byte(`{"type":"object"}`)}}, nil
+}
+
+var failures = map[string]*service.Error{
+	"limited":  {Kind: service.KindRateLimited, Message: "a limit refused the call", CallID: "c-1", DecisionID: "d-1", RetryAfter: 1500 * time.Millisecond},
+	"busy":     {Kind: service.KindUnavailable, Message: "audit log is unavailable; nothing was run"},
+	"conflict": {Kind: service.KindConflict, Message: "call_id was already used"},
+	"internal": {Kind: service.KindInternal, Message: "internal error", Err: errors.New("secret detail /etc/x")},
+}
+
+func (f *fakeCalls) Call(_ context.Context, req service.CallRequest) (apiv1.CallResponse, error) {
+	f.mu.Lock()
+	f.seen = append(f.seen, req)
+	f.mu.Unlock()
+	if e, ok := failures[req.Tool]; ok {
+		return apiv1.CallResponse{CallID: e.CallID, DecisionID: e.DecisionID}, e
+	}
+	return apiv1.CallResponse{CallID: "c", DecisionID: "d", Outcome: apiv1.OutcomeOK, Content: string(req.Arguments)}, nil
+}
+
+func (f *fakeCalls) Decide(context.Context, service.CallRequest) (apiv1.DecisionResponse, error) {
+	return apiv1.DecisionResponse{}, errors.New("not used")
+}
+
+func (f *fakeCalls) Batch(context.Context, service.BatchRequest, bool) (service.BatchResult, error) {
+	return service.BatchResult{}, errors.New("not used")
+}
+
+// fakeAuth: "key-<p>" is an API key of principal p, "jwt-<p>" a JWT.
+type fakeAuth struct{}
+
+func (fakeAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if p, ok := strings.CutPrefix(tok, "key-"); ok {
+		return &auth.Identity{Tenant: "acme", Principal: p, Method: "api_key"}, nil
+	}
+	if p, ok := strings.CutPrefix(tok, "jwt-"); ok {
+		return &auth.Identity{Tenant: "acme", Principal: p, Method: "jwt"}, nil
+	}
+	return nil, &auth.Error{Reason: auth.ReasonMalformedToken}
+}
+
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func serve(t *testing.T, o Options) (*httptest.Server, *fakeCalls) {
+	t.Helper()
+	calls := &fakeCalls{}
+	o.Calls, o.Auth = calls, fakeAuth{}
+	srv := httptest.NewServer(New(o).Handler())
+	t.Cleanup(srv.Close)
+	return srv, calls
+}
+
+func connect(t *testing.T, url, token, version string) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: url + Path, HTTPClient: &http.Client{Transport: bearer(token)}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// A failure that is no tool result reaches the client as the JSON-RPC
+// error of its kind (service.Kind's table), with the safe message and the
+// REST code, call ids and retry delay as data; never the cause.
+func TestServiceErrorsAreJSONRPCErrorsOfTheirKind(t *testing.T) {
+	srv, _ := serve(t, Options{})
+	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+		cs, err := connect(t, srv.URL, "key-bot", rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tool, want := range failures {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) {
+				t.Fatalf("%s %s: %v is no JSON-RPC error", rev, tool, err)
+			}
+			var data map[string]any
+			_ = json.Unmarshal(je.Data, &data)
+			if je.Code != want.Kind.JSONRPCCode() || je.Message != want.Message || data["code"] != want.Kind.Code() || strings.Contains(string(je.Data), "secret") {
+				t.Errorf("%s %s: %d %q %s", rev, tool, je.Code, je.Message, je.Data)
+			}
+			if tool == "limited" && (data["retry_after_seconds"] != 2.0 || data["call_id"] != "c-1" || data["decision_id"] != "d-1") {
+				t.Errorf("rate limited data: %s", je.Data)
+			}
+		}
+	}
+}
+
+// The services see the call as REST would make it, plus where it came
+// from: the identity, the MCP session, via "mcp" and the JSON-RPC id; a
+// call without arguments has empty ones.
+func TestCallsCarryTheirMCPOrigin(t *testing.T) {
+	srv, calls := serve(t, Options{})
+	cs, err := connect(t, srv.URL, "key-bot", "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "{}" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	got := calls.seen[len(calls.seen)-1]
+	if got.Via != "mcp" || got.MCPRequestID == "" || got.SessionID != cs.ID() || got.Identity.Principal != "bot" || got.CallID != "" {
+		t.Fatalf("request %+v", got)
+	}
+}
+
+// Without auth.jwt.audience no JWT is bound to this gateway: /mcp
+// refuses JWTs and still admits API keys; with it, both.
+func TestJWTsNeedTheGatewaysAudience(t *testing.T) {
+	off, _ := serve(t, Options{})
+	if _, err := connect(t, off.URL, "jwt-dana", ""); err == nil {
+		t.Error("a JWT was admitted with no audience configured")
+	}
+	if _, err := connect(t, off.URL, "key-bot", ""); err != nil {
+		t.Errorf("API key: %v", err)
+	}
+	on, _ := serve(t, Options{JWTAudience: "https://gw/mcp"})
+	if _, err := connect(t, on.URL, "jwt-dana", ""); err != nil {
+		t.Errorf("JWT with an audience configured: %v", err)
+	}
+}
+
+func TestCheckBody(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}`
+	for _, c := range []struct {
+		name, body, method, mname string
+		status                    int
+		id                        string
+	}{
+		{"plain", call, "", "", 0, `"a"`},
+		{"matching headers", call, "tools/call", "echo", 0, `"a"`},
+		{"other method", call, "tools/list", "", 400, `"a"`},
+		{"other name", call, "tools/call", "rm", 400, `"a"`},
+		{"name without method header", call, "", "rm", 400, `"a"`},
+		{"not json", `{"jsonrpc"`, "", "", 400, ""},
+		{"empty", ``, "", "", 400, ""},
+		{"string", `"x"`, "", "", 400, ""},
+		{"batch with headers", `[` + call + `]`, "tools/call", "", 400, ""},
+		{"batch", `[` + call + `]`, "", "", 0, ""},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", "", 0, ""},
+	} {
+		h := http.Header{}
+		if c.method != "" {
+			h.Set("Mcp-Method", c.method)
+		}
+		if c.mname != "" {
+			h.Set("Mcp-Name", c.mname)
+		}
+		id, status, _, _ := checkBody(h, []byte(c.body))
+		if status != c.status || string(id) != c.id {
+			t.Errorf("%s: status %d id %s, want %d %s", c.name, status, id, c.status, c.id)
+		}
+	}
+}
