@@ -80,6 +80,10 @@ type Options struct {
 	// rounded up.
 	TenantRate  float64
 	TenantBurst int
+	// TenantBuckets, when set, holds the tenant buckets (shared with the
+	// MCP front door, so that limits.tenant_rate is one rate per tenant
+	// across both); nil: the server's own.
+	TenantBuckets *ratelimit.Memory
 	// Now is the clock of the tenant buckets (nil: time.Now).
 	Now func() time.Time
 	// MCP, when set, is the MCP front door (internal/mcpserver), served at
@@ -117,7 +121,10 @@ func New(o Options) *Server {
 			burst = max(math.Ceil(o.TenantRate), 1)
 		}
 		s.tenant = ratelimit.Limit{Key: "tenant_rate", Rate: o.TenantRate, Burst: burst}
-		s.tenants = ratelimit.NewMemory(o.Now)
+		s.tenants = o.TenantBuckets
+		if s.tenants == nil {
+			s.tenants = ratelimit.NewMemory(o.Now)
+		}
 	}
 	return s
 }

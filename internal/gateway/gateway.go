@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/store"
@@ -247,8 +248,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Health:    service.NewHealth(g.engine, g.audit, log),
 	}
 	var mcpHandler http.Handler
+	// One set of limits.tenant_rate buckets for both front doors.
+	tenantBuckets := ratelimit.NewMemory(nil)
 	if cfg.MCP.On() {
-		g.front = mcpserver.New(mcpOptions(cfg, g.services.Calls, authn, m, log))
+		g.front = mcpserver.New(mcpOptions(cfg, g.services.Calls, authn, m, log, tenantBuckets))
 		mcpHandler = g.front.Handler()
 	}
 	g.handler = api.New(api.Options{
@@ -258,7 +261,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Confinement: g.confinementReport(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
-		MCP: mcpHandler,
+		MCP: mcpHandler, TenantBuckets: tenantBuckets,
 	}).Handler()
 	return g, nil
 }

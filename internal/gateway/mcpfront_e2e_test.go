@@ -377,3 +377,24 @@ func TestMCPCanBeTurnedOff(t *testing.T) {
 		t.Fatalf("/mcp with mcp.enabled false: %d", resp.StatusCode)
 	}
 }
+
+// limits.tenant_rate is one rate per tenant across both front doors:
+// what REST used up, /mcp cannot use again; the refusal comes before the
+// body is read, with Retry-After, and is not audited.
+func TestMCPSharesTheTenantRateWithREST(t *testing.T) {
+	h := start(t, withAudience, func(s *setup) { s.limitYAML = "  tenant_rate: 0.001\n  tenant_burst: 2\n" })
+	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
+	for range 2 {
+		if r := h.do("GET", "/v1/tools", dev, nil); r.status != 200 {
+			t.Fatalf("within the burst: %d", r.status)
+		}
+	}
+	resp, body := h.rawMCP(dev, initBody)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "-32029") {
+		t.Fatalf("/mcp after REST used the burst: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// Another tenant is not affected.
+	if resp, body := h.rawMCP(h.audToken(mcpAudience, "globex", "gil", "developer"), initBody); resp.StatusCode != 200 {
+		t.Fatalf("another tenant: %d %s", resp.StatusCode, body)
+	}
+}

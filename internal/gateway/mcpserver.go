@@ -8,12 +8,13 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
 // mcpOptions wires the MCP front door from the configuration: the same
 // authenticator and Calls service as REST.
-func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger) mcpserver.Options {
+func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) mcpserver.Options {
 	j := cfg.Auth.JWT
 	var servers []string
 	switch {
@@ -29,6 +30,7 @@ func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticat
 		Calls: calls, Auth: authn, JWTAudience: j.Audience, AuthorizationServers: servers,
 		Resource: cfg.MCP.Resource, AllowedOrigins: cfg.MCP.AllowedOrigins,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Metrics: m, Logger: log.With("front_door", "mcp"),
+		TenantRate: cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst, TenantBuckets: buckets,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -17,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/ratelimit"
+	"github.com/toolgate/toolgate/internal/service"
 )
 
 // Handler serves Path and MetadataPath (and answers 404 elsewhere).
@@ -88,6 +91,24 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
+	if s.tenant.Rate > 0 {
+		// As REST: the gateway protects itself before it reads the body;
+		// counted and logged at debug level, never audited.
+		if ti := sdkauth.TokenInfoFromContext(r.Context()); ti != nil {
+			id, _ := ti.Extra[identityKeyName].(*auth.Identity)
+			if id != nil {
+				v, _ := s.o.TenantBuckets.Take(r.Context(), id.Tenant, []ratelimit.Limit{s.tenant})
+				if !v.OK {
+					s.o.Metrics.RateLimited.WithLabelValues(service.LimitTenantRate).Inc()
+					s.o.Logger.Debug("tenant rate limited", "tenant", id.Tenant, "path", r.URL.Path, "retry_after", v.RetryAfter)
+					w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetrySeconds(v.RetryAfter), 10))
+					writeRPCError(w, http.StatusTooManyRequests, nil, service.KindRateLimited.JSONRPCCode(),
+						"too many requests for this tenant (limits.tenant_rate); the request was not read; retry after the Retry-After delay")
+					return
+				}
+			}
+		}
+	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 		if err != nil {

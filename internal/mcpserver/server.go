@@ -19,6 +19,7 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -68,13 +70,21 @@ type Options struct {
 	Logger       *slog.Logger
 	// Version is the server version announced to clients.
 	Version string
+	// TenantRate and TenantBurst are limits.tenant_rate and tenant_burst,
+	// checked right after authentication, before the body is read, in
+	// TenantBuckets (shared with the REST front door; nil: its own). A
+	// TenantRate of 0 turns it off.
+	TenantRate    float64
+	TenantBurst   int
+	TenantBuckets *ratelimit.Memory
 }
 
 // Server is the MCP front door.
 type Server struct {
 	o         Options
-	stateful  http.Handler // revisions with sessions (2025-11-25, 2025-06-18 and older)
-	stateless http.Handler // 2026-07-28 and later: no sessions
+	tenant    ratelimit.Limit // limits.tenant_rate; Rate 0 when off
+	stateful  http.Handler    // revisions with sessions (2025-11-25, 2025-06-18 and older)
+	stateless http.Handler    // 2026-07-28 and later: no sessions
 }
 
 // New returns the front door.
@@ -89,6 +99,16 @@ func New(o Options) *Server {
 		o.Metrics = metrics.New(nil)
 	}
 	s := &Server{o: o}
+	if o.TenantRate > 0 {
+		burst := float64(o.TenantBurst)
+		if burst < 1 {
+			burst = max(math.Ceil(o.TenantRate), 1)
+		}
+		s.tenant = ratelimit.Limit{Key: "tenant_rate", Rate: o.TenantRate, Burst: burst}
+		if s.o.TenantBuckets == nil {
+			s.o.TenantBuckets = ratelimit.NewMemory(nil)
+		}
+	}
 	srv := s.newMCPServer(httpIdentity)
 	get := func(*http.Request) *mcp.Server { return srv }
 	s.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
