@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,6 +79,43 @@ func TestMCPUpstreamErrorsNameTheKey(t *testing.T) {
 				}
 			}
 			t.Fatalf("no error for %s containing %q in:\n%v", tt.key, tt.problem, err)
+		})
+	}
+}
+
+func TestMCPFrontDoorConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml, problem string
+	}{
+		{"default on", "", ""},
+		{"off", "mcp:\n  enabled: false\n", ""},
+		{"resource", "mcp:\n  resource: https://gw.example.com/mcp\n", ""},
+		{"resource with credentials", "mcp:\n  resource: https://u:p@gw.example.com/mcp\n", "mcp.resource"},
+		{"relative resource", "mcp:\n  resource: /mcp\n", "mcp.resource"},
+		{"origins", "mcp:\n  allowed_origins: [https://console.example.com, http://localhost:3000]\n", ""},
+		{"wildcard origin", "mcp:\n  allowed_origins: [\"https://*.example.com\"]\n", "mcp.allowed_origins"},
+		{"origin with path", "mcp:\n  allowed_origins: [https://console.example.com/app]\n", "mcp.allowed_origins"},
+		{"unknown key", "mcp:\n  enable: false\n", "mcp.enable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := filepath.Join(dir, "gateway.yaml")
+			if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			body := "policy: {dir: .}\nauth: {jwt: {hs256_secret_file: s}}\ntenants: {acme: {workspace: ws}}\n" + c.yaml
+			if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(f)
+			switch {
+			case c.problem == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case c.problem != "" && (err == nil || !strings.Contains(err.Error(), c.problem)):
+				t.Fatalf("error %v, want one about %s", err, c.problem)
+			case c.problem == "" && cfg.MCP.On() == strings.Contains(c.yaml, "enabled: false"):
+				t.Fatalf("On() = %v", cfg.MCP.On())
+			}
 		})
 	}
 }
