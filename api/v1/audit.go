@@ -69,8 +69,9 @@ type AuditEvent struct {
 	// the calling platform named by the credential. Absent for REST.
 	Via string `json:"via,omitempty"`
 	// MCPRequestID is the JSON-RPC id of the MCP tools/call request that
-	// made the call (its JSON text: 7 or "7"), when the front door knew
-	// it. Absent otherwise.
+	// made the call (its JSON text: 7 or "7"; over 128 bytes, "sha256:"
+	// and the hex digest of that text), when the front door knew it
+	// (/mcp, not stdio). Absent otherwise.
 	MCPRequestID string `json:"mcp_request_id,omitempty"`
 	// Chain, Seq and PrevHash are the hash chain of events written before
 	// the Merkle tree (chain segment, position from 1, predecessor's

@@ -398,3 +398,26 @@ func TestMCPSharesTheTenantRateWithREST(t *testing.T) {
 		t.Fatalf("another tenant: %d %s", resp.StatusCode, body)
 	}
 }
+
+// DNS rebinding: a request that reached the loopback listener naming a
+// foreign Host is refused, unless that host is the configured
+// mcp.resource's (a reverse proxy on the same machine).
+func TestMCPRefusesAForeignHostOnLoopback(t *testing.T) {
+	h := start(t, withAudience, func(s *setup) { s.extraYAML += "mcp:\n  resource: https://gw.example.com/mcp\n" })
+	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
+	for host, want := range map[string]int{"evil.example": 403, "gw.example.com": 200, "localhost": 200} {
+		req, _ := http.NewRequest("POST", h.base+"/mcp", strings.NewReader(initBody))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+dev)
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}

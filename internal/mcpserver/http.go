@@ -3,11 +3,15 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -76,6 +80,11 @@ func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 // (size, JSON, Mcp-Method and Mcp-Name against it), then hands the
 // request to the SDK's streamable handler of its revision.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		s.o.Logger.Info("mcp: foreign Host on a loopback connection refused", "host", r.Host, "remote", r.RemoteAddr)
+		writeRPCError(w, http.StatusForbidden, nil, -32003, "Host not allowed")
+		return
+	}
 	if !s.originAllowed(r) {
 		s.o.Logger.Info("mcp: foreign origin refused", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
 		writeRPCError(w, http.StatusForbidden, nil, -32003, "Origin not allowed")
@@ -127,7 +136,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if id != nil {
-			r.Header.Set(requestIDHeader, string(id))
+			r.Header.Set(requestIDHeader, auditableID(id))
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -137,6 +146,19 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stateful.ServeHTTP(w, r)
+}
+
+// maxRequestIDBytes bounds the JSON-RPC id an audit event records as it
+// is; a longer one is recorded as its SHA-256, so an attacker-sized id
+// cannot bloat the log and the event still names it.
+const maxRequestIDBytes = 128
+
+func auditableID(id json.RawMessage) string {
+	if len(id) <= maxRequestIDBytes {
+		return string(id)
+	}
+	sum := sha256.Sum256(id)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // codeHeaderMismatch is the SDK's JSON-RPC code for headers that
@@ -206,6 +228,35 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// hostAllowed guards against DNS rebinding as the SDK's own check does
+// (which is off: it would also refuse a reverse proxy on the same host):
+// a request that arrived on a loopback address must name a loopback Host,
+// or the host of the configured mcp.resource.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) || isLoopback(r.Host) {
+		return true
+	}
+	if s.o.Resource != "" {
+		if u, err := url.Parse(s.o.Resource); err == nil && strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // originAllowed: no Origin (a non-browser client), the gateway's own

@@ -113,10 +113,12 @@ func New(o Options) *Server {
 	get := func(*http.Request) *mcp.Server { return srv }
 	s.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes,
+		DisableLocalhostProtection: true, // hostAllowed, which knows mcp.resource
 	})
 	s.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless: true, Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes,
 		PropagateRequestCancellation: true,
+		DisableLocalhostProtection:   true,
 	})
 	return s
 }

@@ -192,3 +192,14 @@ func TestCheckBody(t *testing.T) {
 		}
 	}
 }
+
+func TestLongRequestIDsAreRecordedAsDigests(t *testing.T) {
+	short := json.RawMessage(`"req-1"`)
+	long := json.RawMessage(`"` + strings.Repeat("x", 500) + `"`)
+	if got := auditableID(short); got != `"req-1"` {
+		t.Errorf("short id: %s", got)
+	}
+	if got := auditableID(long); !strings.HasPrefix(got, "sha256:") || len(got) != 71 {
+		t.Errorf("long id: %s", got)
+	}
+}
