@@ -96,6 +96,8 @@ func TestMCPFrontDoorConfig(t *testing.T) {
 		{"wildcard origin", "mcp:\n  allowed_origins: [\"https://*.example.com\"]\n", "mcp.allowed_origins"},
 		{"origin with path", "mcp:\n  allowed_origins: [https://console.example.com/app]\n", "mcp.allowed_origins"},
 		{"unknown key", "mcp:\n  enable: false\n", "mcp.enable"},
+		{"session timeout", "mcp:\n  session_timeout: 5m\n", ""},
+		{"tiny session timeout", "mcp:\n  session_timeout: 1ms\n", "mcp.session_timeout"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

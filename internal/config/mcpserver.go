@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"strings"
+	"time"
 )
 
 // MCPServer configures the MCP front door: streamable HTTP at /mcp on
@@ -21,12 +22,18 @@ type MCPServer struct {
 	// Origin is refused (403); one without Origin (a non-browser client)
 	// is let through to authentication.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// SessionTimeout ends an idle MCP session (revisions with sessions);
+	// default 30m.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
 }
 
 // On reports whether /mcp is served.
 func (m MCPServer) On() bool { return m.Enabled == nil || *m.Enabled }
 
 func (v *validator) mcpServer(m MCPServer) {
+	if m.SessionTimeout < 0 || (m.SessionTimeout > 0 && m.SessionTimeout < time.Second) {
+		v.add("mcp.session_timeout", "must be at least 1s (default 30m)")
+	}
 	if m.Resource != "" {
 		u, err := url.Parse(m.Resource)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {

@@ -30,7 +30,8 @@ func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticat
 		Calls: calls, Auth: authn, JWTAudience: j.Audience, AuthorizationServers: servers,
 		Resource: cfg.MCP.Resource, AllowedOrigins: cfg.MCP.AllowedOrigins,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Metrics: m, Logger: log.With("front_door", "mcp"),
-		TenantRate: cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst, TenantBuckets: buckets,
+		SessionTimeout: cfg.MCP.SessionTimeout,
+		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst, TenantBuckets: buckets,
 	}
 }
 

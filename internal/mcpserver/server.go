@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,7 +78,14 @@ type Options struct {
 	TenantRate    float64
 	TenantBurst   int
 	TenantBuckets *ratelimit.Memory
+	// SessionTimeout ends a session (revisions before 2026-07-28) that has
+	// seen no request for this long (mcp.session_timeout; default
+	// DefaultSessionTimeout), so abandoned sessions do not pile up.
+	SessionTimeout time.Duration
 }
+
+// DefaultSessionTimeout is Options.SessionTimeout's default.
+const DefaultSessionTimeout = 30 * time.Minute
 
 // Server is the MCP front door.
 type Server struct {
@@ -98,6 +106,9 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
 	s := &Server{o: o}
 	if o.TenantRate > 0 {
 		burst := float64(o.TenantBurst)
@@ -112,7 +123,7 @@ func New(o Options) *Server {
 	srv := s.newMCPServer(httpIdentity)
 	get := func(*http.Request) *mcp.Server { return srv }
 	s.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes,
+		Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionTimeout,
 		DisableLocalhostProtection: true, // hostAllowed, which knows mcp.resource
 	})
 	s.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{

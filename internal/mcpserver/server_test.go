@@ -203,3 +203,41 @@ func TestLongRequestIDsAreRecordedAsDigests(t *testing.T) {
 		t.Errorf("long id: %s", got)
 	}
 }
+
+// An idle session ends: its id finds nothing afterwards.
+func TestIdleSessionsEnd(t *testing.T) {
+	srv, _ := serve(t, Options{SessionTimeout: 100 * time.Millisecond})
+	cs, err := connect(t, srv.URL, "key-bot", "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}`
+	post := func() int {
+		req, _ := http.NewRequest("POST", srv.URL+Path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer key-bot")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := post(); st != 200 {
+		t.Fatalf("live session: %d", st)
+	}
+	// Each probe is a request that would keep the session alive, so
+	// probes are spaced well beyond the timeout.
+	for i := 0; ; i++ {
+		time.Sleep(400 * time.Millisecond)
+		if post() == 404 {
+			break
+		}
+		if i == 10 {
+			t.Fatal("the idle session never ended")
+		}
+	}
+}
