@@ -421,3 +421,37 @@ func TestMCPRefusesAForeignHostOnLoopback(t *testing.T) {
 		}
 	}
 }
+
+// MCP client → /mcp → MCP upstream: the upstream receives the gateway's
+// signed assertion for the caller and never the caller's token; the
+// call's events record both the front door and the pinned tool.
+func TestMCPThroughTheFrontDoorToAnMCPUpstream(t *testing.T) {
+	m := newTestMCPServer()
+	url := m.serve(t)
+	h := start(t, withMCP(url, false, "      pin: false\n"), func(s *setup) {
+		s.authYAML = "    audience: " + mcpAudience + "\n    issuer: " + mcpIssuer + "\n" + s.authYAML
+	})
+	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
+	cs := h.mcpSession(dev, "")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes-search-notes", Arguments: map[string]any{"query": "plan"}})
+	if err != nil || res.IsError || textOf(res)[0] != "found plan (limit 5)" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes-whoami", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.HasPrefix(textOf(res)[0], "dana@acme ") {
+		t.Fatalf("whoami: %v %q", err, textOf(res))
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes-search-notes", Arguments: map[string]any{"query": "forbidden"}})
+	if err != nil || !res.IsError || textOf(res)[0] != "that query is not allowed" {
+		t.Fatalf("denied: %v %q", err, textOf(res))
+	}
+	calls := m.calls()
+	if len(calls) != 2 {
+		t.Fatalf("the upstream saw %d calls, want 2 (the denied one never reaches it)", len(calls))
+	}
+	for _, c := range calls {
+		if c.assertion == "" || c.assertion == dev || c.authorization != "" || strings.Contains(c.assertion, dev) {
+			t.Fatalf("upstream received assertion %q, authorization %q", c.assertion, c.authorization)
+		}
+	}
+}
