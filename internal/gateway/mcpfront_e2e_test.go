@@ -455,3 +455,27 @@ func TestMCPThroughTheFrontDoorToAnMCPUpstream(t *testing.T) {
 		}
 	}
 }
+
+// ask-user through MCP: an awaiting_user result that names its question,
+// which the platform answers over REST and reads as the call's result.
+func TestMCPAskUserNamesItsQuestion(t *testing.T) {
+	h := start(t, withAudience, withAskUser)
+	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
+	cs := h.mcpSession(alice, "2025-11-25")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask-user", Arguments: map[string]any{"question": "Which branch?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := textOf(res)
+	qid, _ := res.StructuredContent.(map[string]any)["question_id"].(string)
+	if res.IsError || res.Meta["io.toolgate/outcome"] != "awaiting_user" || len(text) != 2 || text[0] != "awaiting user" || qid == "" || text[1] != "question_id: "+qid {
+		t.Fatalf("ask-user over MCP: %q %+v", text, res)
+	}
+	if r := h.answer(alice, qid, "main"); r.status != 200 || r.str("status") != "answered" {
+		t.Fatalf("answer: %d %s", r.status, r.raw)
+	}
+	callID, _ := res.Meta["io.toolgate/call_id"].(string)
+	if p := h.do("GET", "/v1/calls/"+callID, alice, nil); p.status != 200 || p.str("content") != "main" {
+		t.Fatalf("the call's result: %d %s", p.status, p.raw)
+	}
+}
