@@ -286,8 +286,8 @@ func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts .
 	return db, err
 }
 
-// Services is the application layer every front door calls (REST now,
-// MCP next): the same concrete services the HTTP handler uses.
+// Services is the application layer every front door calls (REST and
+// MCP): the same concrete services both handlers use.
 func (g *Gateway) Services() service.Services { return g.services }
 
 // MCPServer is the MCP front door (nil when mcp.enabled is false): served
