@@ -90,6 +90,10 @@ type Options struct {
 	// /mcp and /.well-known/oauth-protected-resource/mcp; it
 	// authenticates on its own (an MCP resource server's 401).
 	MCP http.Handler
+	// Console, when set, is the web console (internal/console), served at
+	// /console and everything under it; it authenticates on its own
+	// (session cookies, never bearer headers).
+	Console http.Handler
 }
 
 // Server serves the v1 API.
@@ -151,6 +155,10 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/mcp", s.o.MCP.ServeHTTP)    // a session's event stream
 		r.Delete("/mcp", s.o.MCP.ServeHTTP) // ends a session
 		r.Get("/.well-known/oauth-protected-resource/mcp", s.o.MCP.ServeHTTP)
+	}
+	if s.o.Console != nil {
+		r.Handle("/console", s.o.Console)
+		r.Handle("/console/*", s.o.Console)
 	}
 	if s.o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))

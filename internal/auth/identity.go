@@ -3,6 +3,8 @@
 // request body is ever a second source of identity.
 package auth
 
+import "time"
+
 // Identity is who is calling, as proven by a credential.
 type Identity struct {
 	Tenant    string
@@ -12,6 +14,9 @@ type Identity struct {
 	Client    string         // the calling platform (JWT "azp"/"client_id", or the API key id)
 	Claims    map[string]any // other verified JWT claims, shown to policy as principal.claims
 	Method    string         // "jwt" or "api_key"
+	// Expires is when the credential stops verifying (a JWT's "exp");
+	// zero for credentials without an expiry (API keys).
+	Expires time.Time
 }
 
 // HasRole reports whether the identity holds role.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -193,6 +194,10 @@ func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
 			rest[k] = v
 		}
 	}
+	var expires time.Time
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		expires = exp.Time
+	}
 	return &Identity{
 		Tenant:    tenant,
 		Principal: sub,
@@ -201,6 +206,7 @@ func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
 		Client:    client,
 		Claims:    rest,
 		Method:    "jwt",
+		Expires:   expires,
 	}, nil
 }
 

@@ -25,6 +25,8 @@ type Config struct {
 	Telemetry Telemetry `yaml:"telemetry"`
 	// MCP configures the MCP front door (/mcp).
 	MCP MCPServer `yaml:"mcp"`
+	// Console configures the web console (/console).
+	Console Console `yaml:"console"`
 
 	// File is the absolute path of the file this was loaded from.
 	File string `yaml:"-"`

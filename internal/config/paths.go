@@ -44,6 +44,7 @@ func resolvePaths(cfg *Config, base string) {
 	cfg.Audit.CheckpointFile = abs(cfg.Audit.CheckpointFile)
 	cfg.Auth.JWT.HS256SecretFile = abs(cfg.Auth.JWT.HS256SecretFile)
 	cfg.Auth.JWT.JWKSFile = abs(cfg.Auth.JWT.JWKSFile)
+	cfg.Console.ClientSecretFile = abs(cfg.Console.ClientSecretFile)
 	cfg.Auth.Assertion.SigningKeyFile = abs(cfg.Auth.Assertion.SigningKeyFile)
 	for i, f := range cfg.Auth.Assertion.PublishedKeyFiles {
 		cfg.Auth.Assertion.PublishedKeyFiles[i] = abs(f)

@@ -64,6 +64,7 @@ func (v *validator) config(c *Config) {
 	v.debug(c.Debug)
 	v.telemetry(c.Telemetry)
 	v.mcpServer(c.MCP)
+	v.console(c)
 }
 
 // telemetry checks the tracing settings. The endpoint is a collector's

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/mcpserver"
@@ -63,6 +64,7 @@ type Gateway struct {
 	drift      *driftRecorder    // nil without tools.mcp
 	jailOnce   sync.Once         // stdio MCP upstreams start the jail on first use
 	front      *mcpserver.Server // the MCP front door; nil with mcp.enabled: false
+	console    *console.Server   // the web console; nil with console.enabled: false
 }
 
 // TracingShutdownTimeout bounds how long Close waits for the spans still
@@ -254,6 +256,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		g.front = mcpserver.New(mcpOptions(cfg, g.services.Calls, authn, m, log, tenantBuckets))
 		mcpHandler = g.front.Handler()
 	}
+	var consoleHandler http.Handler
+	if cfg.Console.On() {
+		var c *console.Server
+		if c, err = newConsole(cfg, g.services, authn, log); err != nil {
+			return nil, err
+		}
+		g.console = c
+		consoleHandler = c.Handler()
+	}
 	g.handler = api.New(api.Options{
 		Calls: g.services.Calls, Approvals: g.services.Approvals, Policy: g.services.Policy,
 		Audit: g.services.Audit, Health: g.services.Health, Auth: authn, Metrics: m,
@@ -261,7 +272,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Confinement: g.confinementReport(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
-		MCP: mcpHandler, TenantBuckets: tenantBuckets,
+		MCP: mcpHandler, TenantBuckets: tenantBuckets, Console: consoleHandler,
 	}).Handler()
 	return g, nil
 }

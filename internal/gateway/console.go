@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
+	"github.com/toolgate/toolgate/internal/service"
+)
+
+// newConsole wires the web console from the configuration: the same
+// services and authenticator as the REST and MCP front doors.
+func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger) (*console.Server, error) {
+	o := console.Options{
+		Services: svc, Auth: authn, PublicURL: cfg.Console.PublicURL,
+		SessionTTL: cfg.Console.SessionTTL, IdleTimeout: cfg.Console.IdleTimeout,
+		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Logger: log.With("front_door", "console"),
+	}
+	if cfg.Console.ClientID != "" {
+		var secret string
+		if cfg.Console.ClientSecretFile != "" {
+			b, err := os.ReadFile(cfg.Console.ClientSecretFile)
+			if err != nil {
+				return nil, &config.Error{File: cfg.File, Key: "console.client_secret_file", Problem: err.Error()}
+			}
+			secret = strings.TrimSpace(string(b))
+			if secret == "" {
+				return nil, &config.Error{File: cfg.File, Key: "console.client_secret_file", Problem: "the file is empty"}
+			}
+		}
+		o.OIDC = &console.OIDCOptions{
+			Issuer: cfg.Auth.JWT.OIDCIssuer, ClientID: cfg.Console.ClientID, ClientSecret: secret,
+			RedirectURL: cfg.Console.RedirectURL, Scopes: cfg.Console.Scopes,
+		}
+	}
+	c, err := console.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	return c, nil
+}
