@@ -157,8 +157,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/.well-known/oauth-protected-resource/mcp", s.o.MCP.ServeHTTP)
 	}
 	if s.o.Console != nil {
-		r.Handle("/console", s.o.Console)
-		r.Handle("/console/*", s.o.Console)
+		r.Mount("/console", s.o.Console)
 	}
 	if s.o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}))

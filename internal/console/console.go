@@ -130,7 +130,8 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves /console and everything under it.
+// Handler serves /console and everything under it, mounted at Prefix
+// (chi's Mount: its routes are relative to the prefix).
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.headers, s.sameOrigin)
@@ -140,40 +141,37 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "This page does not take that method.")
 	})
-	r.Get(Prefix, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Prefix+"/", http.StatusMovedPermanently)
-	})
-	r.Get(Prefix+"/static/*", s.static.ServeHTTP)
-	r.Get(Prefix+"/login", s.loginPage)
-	r.Post(Prefix+"/login", s.login)
-	r.Get(Prefix+"/oidc/login", s.oidcLogin)
-	r.Get(Prefix+"/oidc/callback", s.oidcCallback)
+	r.Get("/static/*", s.static.ServeHTTP)
+	r.Get("/login", s.loginPage)
+	r.Post("/login", s.login)
+	r.Get("/oidc/login", s.oidcLogin)
+	r.Get("/oidc/callback", s.oidcCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(s.signedIn)
-		r.Get(Prefix+"/", s.overview)
-		r.Post(Prefix+"/logout", s.logout)
+		r.Get("/", s.overview)
+		r.Post("/logout", s.logout)
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(s, RoleAuditor))
-			r.Get(Prefix+"/audit", s.auditList)
-			r.Get(Prefix+"/audit/export", s.auditExport)
-			r.Post(Prefix+"/audit/verify", s.auditVerify)
-			r.Get(Prefix+"/audit/{id}", s.auditEvent)
+			r.Get("/audit", s.auditList)
+			r.Get("/audit/export", s.auditExport)
+			r.Post("/audit/verify", s.auditVerify)
+			r.Get("/audit/{id}", s.auditEvent)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(s, RoleApprover))
-			r.Get(Prefix+"/approvals", s.approvalsPage)
-			r.Post(Prefix+"/approvals/{id}/approve", s.approve)
-			r.Post(Prefix+"/approvals/{id}/deny", s.deny)
+			r.Get("/approvals", s.approvalsPage)
+			r.Post("/approvals/{id}/approve", s.approve)
+			r.Post("/approvals/{id}/deny", s.deny)
 		})
 		// Anyone signed in may answer a question; the Approvals service
 		// decides whether this principal may answer this one, as for
 		// POST /v1/questions/{id}/answer.
-		r.Post(Prefix+"/questions/{id}/answer", s.answer)
+		r.Post("/questions/{id}/answer", s.answer)
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(s, RolePolicyAdmin))
-			r.Get(Prefix+"/policy", s.policyPage)
-			r.Post(Prefix+"/policy/eval", s.policyEval)
-			r.Post(Prefix+"/policy/replay", s.policyReplay)
+			r.Get("/policy", s.policyPage)
+			r.Post("/policy/eval", s.policyEval)
+			r.Post("/policy/replay", s.policyReplay)
 		})
 	})
 	return r
@@ -193,7 +191,7 @@ func (s *Server) headers(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Referrer-Policy", "same-origin") // not no-referrer: Chromium then sends "Origin: null" with same-origin form posts
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")

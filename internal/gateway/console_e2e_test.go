@@ -23,7 +23,7 @@ func assertConsoleHeaders(t *testing.T, p page) {
 	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "*") {
 		t.Errorf("%s: CSP %q allows inline code or any origin", p.url, csp)
 	}
-	if p.header.Get("X-Content-Type-Options") != "nosniff" || p.header.Get("Referrer-Policy") != "no-referrer" {
+	if p.header.Get("X-Content-Type-Options") != "nosniff" || p.header.Get("Referrer-Policy") != "same-origin" {
 		t.Errorf("%s: headers %v", p.url, p.header)
 	}
 	if strings.Contains(p.body, "<script>") || strings.Contains(p.body, " style=") || strings.Contains(p.body, " onclick=") {
