@@ -79,6 +79,9 @@ type Questions interface {
 	// ExpireQuestions moves the tenant's pending questions whose expiry is
 	// at or before now to expired and returns them (each exactly once).
 	ExpireQuestions(ctx context.Context, tenant string, now time.Time) ([]*Question, error)
+	// ListQuestions returns the tenant's questions matching f (Status is
+	// one of the Question statuses, "" for all), newest first.
+	ListQuestions(ctx context.Context, tenant string, f Filter) ([]*Question, error)
 }
 
 // Offered reports whether text answers q: any text when q offered no

@@ -133,8 +133,7 @@ func (p *Pipeline) mayAnswer(ctx context.Context, q *approval.Question, s Answer
 	if err != nil {
 		return err
 	}
-	doc := cloneDoc(q.Document)
-	doc["answer"] = map[string]any{"id": s.Identity.Principal, "roles": anyStrings(s.Identity.Roles)}
+	doc := answerDocument(q, s.Identity)
 	in, err := ast.InterfaceToValue(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errInternal, err)

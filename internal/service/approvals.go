@@ -22,6 +22,30 @@ type ApprovalStep = pipeline.ApprovalStep
 // AnswerStep is a user's answer to an ask-user question.
 type AnswerStep = pipeline.AnswerStep
 
+// QuestionFilter bounds Approvals.Questions: Limit is 1 to
+// ApprovalsMaxLimit, ApprovalsDefaultLimit when not positive.
+type QuestionFilter struct {
+	Limit int
+}
+
+// PendingQuestion is an ask-user question waiting for its answer, as
+// someone who may answer it sees it: what was asked, the options (none:
+// any text answers it), who asked, in which call and session, and until
+// when. The request document never leaves the gateway.
+type PendingQuestion struct {
+	ID             string   `json:"id"`
+	CallID         string   `json:"call_id"`
+	SessionID      string   `json:"session_id"`
+	Tool           string   `json:"tool"`
+	Principal      string   `json:"principal"`
+	Text           string   `json:"text"`
+	Options        []string `json:"options"`
+	RequestDigest  string   `json:"request_digest"`
+	PolicyRevision string   `json:"policy_revision"`
+	CreatedAt      string   `json:"created_at"`
+	ExpiresAt      string   `json:"expires_at"`
+}
+
 // The page size of Approvals.Approvals: the default and the most.
 const (
 	ApprovalsDefaultLimit = approval.DefaultLimit
@@ -48,6 +72,10 @@ type Approvals interface {
 	// Answer answers an ask-user question. KindNotFound, KindConflict
 	// (answered before), KindInvalid (not one of its options).
 	Answer(ctx context.Context, s AnswerStep) (apiv1.Question, error)
+	// Questions lists the tenant's pending ask-user questions that id may
+	// answer (its own, and others' that policy lets it answer), newest
+	// first. Any other question does not exist for id, as in Answer.
+	Questions(ctx context.Context, id *auth.Identity, f QuestionFilter) ([]PendingQuestion, error)
 	// CallStatus is what the caller of a held or ask-user call learns of
 	// it, waiting up to wait (at most MaxPollWait) while it is pending.
 	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
@@ -147,6 +175,23 @@ func (s approvals) Answer(ctx context.Context, st AnswerStep) (apiv1.Question, e
 		ID: q.ID, CallID: q.CallID, Status: q.Status, AnsweredBy: q.AnsweredBy,
 		AnsweredAt: audit.FormatTime(q.AnsweredAt), ExpiresAt: audit.FormatTime(q.ExpiresAt),
 	}, nil
+}
+
+func (s approvals) Questions(ctx context.Context, id *auth.Identity, f QuestionFilter) ([]PendingQuestion, error) {
+	l, err := s.p.Questions(ctx, id, f.Limit)
+	if err != nil {
+		return nil, callError(err)
+	}
+	out := make([]PendingQuestion, 0, len(l))
+	for _, q := range l {
+		v := PendingQuestion{
+			ID: q.ID, CallID: q.CallID, SessionID: q.SessionID, Tool: q.Tool, Principal: q.Principal,
+			Text: q.Text, Options: append([]string{}, q.Options...), RequestDigest: q.Digest,
+			PolicyRevision: q.PolicyRevision, CreatedAt: audit.FormatTime(q.CreatedAt), ExpiresAt: audit.FormatTime(q.ExpiresAt),
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func (s approvals) CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {

@@ -128,3 +128,28 @@ func (s *approvals) ExpireQuestions(ctx context.Context, tenant string, now time
 	}
 	return out, rows.Err()
 }
+
+func (s *approvals) ListQuestions(ctx context.Context, tenant string, f approval.Filter) ([]*approval.Question, error) {
+	query := `SELECT ` + questionColumns + ` FROM questions WHERE tenant = ?`
+	args := []any{tenant}
+	if f.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	query += ` ORDER BY created_ms DESC, id DESC LIMIT ?`
+	args = append(args, f.PageSize())
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("approval: list questions: %w", err)
+	}
+	defer rows.Close()
+	out := []*approval.Question{}
+	for rows.Next() {
+		q, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}

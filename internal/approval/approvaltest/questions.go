@@ -172,6 +172,55 @@ func questionSuite(t *testing.T, open func(t *testing.T) approval.Store) {
 			t.Fatalf("question after approval expiry: %+v", q)
 		}
 	})
+
+	t.Run("questions list newest first, by status, within the tenant", func(t *testing.T) {
+		s := open(t)
+		mustAsk(t, s, PendingQuestion("q1", "acme", "c1", 0, time.Hour))
+		mustAsk(t, s, PendingQuestion("q2", "acme", "c2", time.Minute, time.Hour, "yes", "no"))
+		mustAsk(t, s, PendingQuestion("q3", "acme", "c3", 2*time.Minute, time.Hour))
+		mustAsk(t, s, PendingQuestion("g1", "globex", "c1", 3*time.Minute, time.Hour))
+		if _, err := s.AnswerQuestion(t.Context(), "acme", "q3", answer("yes", 5)); err != nil {
+			t.Fatal(err)
+		}
+		list := func(f approval.Filter) []string {
+			t.Helper()
+			l, err := s.ListQuestions(t.Context(), "acme", f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, q := range l {
+				out = append(out, q.ID+":"+q.Status)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			f    approval.Filter
+			want []string
+		}{
+			{approval.Filter{}, []string{"q3:answered", "q2:pending", "q1:pending"}},
+			{approval.Filter{Status: approval.QuestionPending}, []string{"q2:pending", "q1:pending"}},
+			{approval.Filter{Status: approval.QuestionAnswered}, []string{"q3:answered"}},
+			{approval.Filter{Status: approval.QuestionExpired}, nil},
+			{approval.Filter{Status: approval.QuestionPending, Limit: 1}, []string{"q2:pending"}},
+		} {
+			if got := list(tc.f); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ListQuestions(%+v) = %v, want %v", tc.f, got, tc.want)
+			}
+		}
+		l, err := s.ListQuestions(t.Context(), "acme", approval.Filter{Status: approval.QuestionPending, Limit: 1})
+		if err != nil || len(l) != 1 {
+			t.Fatalf("ListQuestions: %v %v", l, err)
+		}
+		want := PendingQuestion("q2", "acme", "c2", time.Minute, time.Hour, "yes", "no")
+		if got := l[0]; got.Text != want.Text || !reflect.DeepEqual(got.Options, want.Options) || got.Principal != want.Principal ||
+			got.Tool != want.Tool || got.Digest != want.Digest || !got.ExpiresAt.Equal(want.ExpiresAt) {
+			t.Fatalf("listed question: %+v", got)
+		}
+		if l, err := s.ListQuestions(t.Context(), "initech", approval.Filter{}); err != nil || len(l) != 0 {
+			t.Fatalf("another tenant's list: %v %v", l, err)
+		}
+	})
 }
 
 func answer(text string, minutes int) approval.Answer {
