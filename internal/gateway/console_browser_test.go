@@ -239,6 +239,8 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	chromiumPath(t)
 	h := start(t)
+	alice := h.token("acme", "alice", "developer")
+	held := approvalID(t, h.held(alice, "2"))
 	c := newChrome(t, h.base)
 	t.Logf("screenshots: %s", c.shot)
 
@@ -275,7 +277,7 @@ func TestConsoleInChromium(t *testing.T) {
 	evil := "http://localhost:" + port // another site than 127.0.0.1
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>prize</title><form method="post" action="%s/console/logout"><input type="hidden" name="csrf" value="guess"><button id="win" type="submit">Win</button></form>`, h.base)
+		fmt.Fprintf(w, `<!doctype html><title>prize</title><form method="post" action="%s/console/approvals/%s/approve"><input type="hidden" name="csrf" value="guess"><button id="win" type="submit">Win</button></form>`, h.base, held)
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -288,11 +290,42 @@ func TestConsoleInChromium(t *testing.T) {
 	if st := c.open("/console/"); st != 200 || c.path() != "/console/" || h.g.console.Sessions() != 1 {
 		t.Fatalf("after the forged post the session is gone: %d at %s", st, c.path())
 	}
+	if p := h.do("GET", "/v1/approvals/"+held, h.token("acme", "bob", "approver"), nil); p.str("status") != "pending" || h.release() != "1\n" {
+		t.Fatalf("the forged post changed the approval: %s", p.raw)
+	}
+	c.clean()
+
+	// Approvals: approve the held call with a comment — it runs; deny a
+	// second one — it never does.
+	if st := c.open("/console/approvals"); st != 200 {
+		t.Fatalf("approvals: %d", st)
+	}
+	c.screenshot("approvals")
+	c.do("comment", chromedp.SendKeys(chromedp.ID("comment-"+held), "release window confirmed"))
+	if st := c.submit("#approve-button-" + held); st != 200 || !strings.Contains(c.text("p.notice"), "Approved") {
+		t.Fatalf("approve: %d", st)
+	}
+	if h.release() != "2" {
+		t.Fatalf("the approved call did not run: %q", h.release())
+	}
+	if got := c.text("#decided-" + held + " .comment"); !strings.Contains(got, "release window confirmed") {
+		t.Errorf("decided row comment: %q", got)
+	}
+	second := approvalID(t, h.held(alice, "3"))
+	c.open("/console/approvals")
+	c.do("deny comment", chromedp.SendKeys(chromedp.ID("deny-comment-"+second), "not today"))
+	if st := c.submit("#deny-button-" + second); st != 200 || !strings.Contains(c.text("p.notice"), "Denied") {
+		t.Fatalf("deny: %d", st)
+	}
+	if h.release() != "2" {
+		t.Fatalf("the denied call ran: %q", h.release())
+	}
+	c.screenshot("approvals-decided")
 	c.clean()
 
 	// Phone width: every page fits without sideways scrolling.
 	c.do("phone", chromedp.EmulateViewport(390, 844))
-	for _, p := range []string{"/console/"} {
+	for _, p := range []string{"/console/", "/console/approvals"} {
 		if st := c.open(p); st != 200 {
 			t.Fatalf("%s at phone width: %d", p, st)
 		}
