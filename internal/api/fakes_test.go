@@ -175,6 +175,11 @@ func (f *fake) VerifyCheckpoint(_ context.Context, id *auth.Identity, _ []byte) 
 	return map[string]any{"ok": true}, f.err
 }
 
+func (f *fake) ProveEvent(_ context.Context, id *auth.Identity, _ *apiv1.AuditEvent) (service.EventProof, error) {
+	f.saw("ProveEvent", id)
+	return service.EventProof{Status: service.ProofVerified, CheckpointSize: 1}, f.err
+}
+
 func (f *fake) Check(context.Context) map[string]string {
 	f.saw("Check", nil)
 	if f.checks != nil {

@@ -25,6 +25,8 @@ func (p prover) Checkpoint(ctx context.Context, tenant string) ([]byte, error) {
 
 func (p prover) VerifierKey() string { return p.log.VerifierKey() }
 
+func (p prover) VerifierKeys() []string { return p.log.Verifier().Keys() }
+
 func (p prover) InclusionProof(ctx context.Context, tenant, id string, size uint64) (tlog.InclusionProof, error) {
 	if size > math.MaxInt64 {
 		return tlog.InclusionProof{}, service.ErrProofRange

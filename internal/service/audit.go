@@ -56,6 +56,11 @@ type Audit interface {
 	// VerifyCheckpoint checks the log against a checkpoint an auditor
 	// saved (KindInvalid: it does not open with the keys).
 	VerifyCheckpoint(ctx context.Context, id *auth.Identity, note []byte) (any, error)
+	// ProveEvent checks that ev, exactly as given (an event of Event or
+	// Events), is in the tenant's log as its latest signed checkpoint
+	// commits to. Not being able to tell yet is a status, not an error;
+	// KindNotFound: ev is not of id's tenant.
+	ProveEvent(ctx context.Context, id *auth.Identity, ev *apiv1.AuditEvent) (EventProof, error)
 }
 
 // Prover serves a tenant's audit log as a transparency log: signed
@@ -68,6 +73,10 @@ type Prover interface {
 	Checkpoint(ctx context.Context, tenant string) ([]byte, error)
 	// VerifierKey is the note verifier key (name+hash+base64key).
 	VerifierKey() string
+	// VerifierKeys are the verifier keys of the current signing key and
+	// of the previous ones it replaced, current first: what opens every
+	// checkpoint the log signed.
+	VerifierKeys() []string
 	// InclusionProof proves the event id at tree size size.
 	InclusionProof(ctx context.Context, tenant, id string, size uint64) (tlog.InclusionProof, error)
 	// ConsistencyProof proves the tree of size to extends that of from.

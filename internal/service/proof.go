@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apiv1 "github.com/toolgate/toolgate/api/v1"
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/tlog"
+)
+
+// Statuses of an EventProof.
+const (
+	// ProofVerified: the event's content hashes to its hash, the latest
+	// checkpoint opens with the gateway's verifier keys, and the event's
+	// inclusion proof at the checkpoint's size verifies against its root.
+	ProofVerified = "verified"
+	// ProofPending: not provable yet, as is normal for a second or so
+	// after an event is written: not integrated into the tree, or not
+	// covered by a signed checkpoint yet.
+	ProofPending = "pending"
+	// ProofFailed: something that should verify does not — the event, the
+	// checkpoint or the tree was changed. An alarm.
+	ProofFailed = "failed"
+	// ProofUnavailable: the check could not run (no prover, the store
+	// failed); it says nothing about the log.
+	ProofUnavailable = "unavailable"
+)
+
+// EventProof is whether an event is provably in its tenant's log.
+type EventProof struct {
+	Status string // ProofVerified, ProofPending, ProofFailed or ProofUnavailable
+	// CheckpointSize is the tree size of the checkpoint the event was
+	// checked against (0 when no checkpoint was opened).
+	CheckpointSize uint64
+	// Reason says why Status is not ProofVerified, in a sentence safe to
+	// show an auditor.
+	Reason string
+}
+
+// ProveEvent checks ev against the latest checkpoint with the same
+// functions an auditor's tools use (tlog.Verifier.Open,
+// tlog.VerifyInclusion), so that a page can say "verified against
+// checkpoint N" of exactly the event it shows.
+func (s auditQueries) ProveEvent(ctx context.Context, id *auth.Identity, ev *apiv1.AuditEvent) (EventProof, error) {
+	if ev == nil || ev.Tenant != id.Tenant {
+		return EventProof{}, &Error{Kind: KindNotFound, Message: "no such event"}
+	}
+	var size uint64
+	failed := func(format string, a ...any) (EventProof, error) {
+		reason := fmt.Sprintf(format, a...)
+		s.o.Logger.Error("audit event does not prove its place in the log", "tenant", id.Tenant, "event", ev.ID, "problem", reason)
+		return EventProof{Status: ProofFailed, CheckpointSize: size, Reason: reason}, nil
+	}
+	unavailable := func(reason string, err error) (EventProof, error) {
+		if err != nil {
+			s.o.Logger.Error("audit event proof could not be checked", "tenant", id.Tenant, "event", ev.ID, "err", err)
+		}
+		return EventProof{Status: ProofUnavailable, CheckpointSize: size, Reason: reason}, nil
+	}
+	pending := func(format string, a ...any) (EventProof, error) {
+		return EventProof{Status: ProofPending, CheckpointSize: size, Reason: fmt.Sprintf(format, a...)}, nil
+	}
+
+	// The content shown is the content proved: it must hash to the
+	// event's hash, the tree's entry for it.
+	if h, err := ev.ComputeHash(); err != nil || h != ev.Hash {
+		return failed("the event's content does not hash to its recorded hash %s", ev.Hash)
+	}
+	entry, err := audit.HashBytes(ev.Hash)
+	if err != nil {
+		return failed("the event's hash %q is not a SHA-256 event hash", ev.Hash)
+	}
+	if ev.LogIndex == nil {
+		return pending("not yet integrated into the tenant's tree (this normally happens within a second of the event); reload the page")
+	}
+	if *ev.LogIndex < 0 {
+		return failed("the event has a negative log index %d", *ev.LogIndex)
+	}
+	index := uint64(*ev.LogIndex)
+	p, err := s.prover()
+	if err != nil {
+		return unavailable("this gateway serves no checkpoints or proofs", nil)
+	}
+	note, err := p.Checkpoint(ctx, id.Tenant)
+	switch {
+	case errors.Is(err, ErrProofNotFound):
+		return pending("integrated at log index %d, but no checkpoint is signed yet; reload the page in a second", index)
+	case err != nil:
+		return unavailable("the latest checkpoint could not be read; try again", err)
+	}
+	v, err := tlog.NewVerifier(p.VerifierKeys()...)
+	if err != nil {
+		return unavailable("the gateway's verifier keys could not be read", err)
+	}
+	cp, err := v.Open(note, tlog.Origin(id.Tenant))
+	if err != nil {
+		return failed("the latest checkpoint does not open with the gateway's verifier keys: %s", strings.TrimPrefix(err.Error(), "tlog: "))
+	}
+	size = cp.Size
+	if index >= cp.Size {
+		return pending("integrated at log index %d; the latest checkpoint (size %d) does not cover it yet — reload the page in a second", index, cp.Size)
+	}
+	proof, err := p.InclusionProof(ctx, id.Tenant, ev.ID, cp.Size)
+	switch {
+	case errors.Is(err, tlog.ErrNodeNotFound):
+		return failed("a node of the tenant's tree that the proof needs is missing from the store")
+	case errors.Is(err, ErrProofNotFound):
+		return failed("the log has no inclusion proof for this event at checkpoint %d", cp.Size)
+	case errors.Is(err, ErrProofRange):
+		return failed("the stored tree is smaller than checkpoint %d says", cp.Size)
+	case err != nil:
+		return unavailable("the inclusion proof could not be read; try again", err)
+	}
+	if proof.Index != index {
+		return failed("the inclusion proof is for log index %d, the event is at %d", proof.Index, index)
+	}
+	if err := tlog.VerifyInclusion(proof, entry, cp); err != nil {
+		return failed("the inclusion proof does not verify against checkpoint %d: %s", cp.Size, strings.TrimPrefix(err.Error(), "tlog: "))
+	}
+	return EventProof{Status: ProofVerified, CheckpointSize: cp.Size}, nil
+}
