@@ -37,5 +37,5 @@ func (s *Server) ServeStdio(ctx context.Context, token string, in io.ReadCloser,
 	if _, err := identify(ctx, nil); err != nil {
 		return ErrStdioCredential // before the client hears anything
 	}
-	return s.newMCPServer(identify).Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	return s.newMCPServer(identify, httpRequestID).Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 }
