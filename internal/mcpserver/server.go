@@ -4,7 +4,10 @@
 // door (internal/api) it knows no tool and no policy detail and reaches
 // no store and no engine: tools/list and tools/call call service.Calls,
 // the same service GET /v1/tools and POST /v1/tools/{name}/calls call,
-// and render what it returns.
+// and render what it returns. An ask-user question goes to the caller's
+// user through the client when it can elicit (ask.go): an input_required
+// result for 2026-07-28, elicitation/create before; the answer is
+// Approvals.Answer's.
 //
 // Authorization is that of an MCP resource server: the REST API's bearer
 // credentials (verified by the same authenticator), a 401 that names the

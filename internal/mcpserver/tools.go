@@ -73,7 +73,9 @@ func (s *Server) callTool(ctx context.Context, id *auth.Identity, call *mcp.Call
 // callResult renders a call's response: its content as the first text
 // block; a held call's approval id or a question's id as a second block,
 // so the model can say what it waits for; data as structured content;
-// ids and outcome in _meta.
+// ids and outcome in _meta. A held call is never an input request, in
+// any revision: an approver, another principal, decides it, not the
+// caller's user, so the client has nothing to fulfil.
 func callResult(resp apiv1.CallResponse) *mcp.CallToolResult {
 	r := &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: resp.Content}},
