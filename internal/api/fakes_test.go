@@ -97,14 +97,14 @@ func (f *fake) Answer(_ context.Context, s service.AnswerStep) (apiv1.Question, 
 	return apiv1.Question{ID: s.ID}, f.err
 }
 
-func (f *fake) CallQuestion(_ context.Context, id *auth.Identity, callID string) (service.AskedQuestion, error) {
-	f.saw("CallQuestion", id)
-	return service.AskedQuestion{CallID: callID}, f.err
-}
-
 func (f *fake) CallStatus(_ context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
 	f.saw("CallStatus", id)
 	return apiv1.CallStatus{CallID: callID, Outcome: apiv1.OutcomePending, ExpiresAt: wait.String()}, f.err
+}
+
+func (f *fake) CallQuestion(_ context.Context, id *auth.Identity, callID string) (service.AskedQuestion, error) {
+	f.saw("CallQuestion", id)
+	return service.AskedQuestion{CallID: callID}, f.err
 }
 
 func (f *fake) Info(context.Context) apiv1.PolicyInfo {

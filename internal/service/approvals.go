@@ -72,13 +72,13 @@ type Approvals interface {
 	// (answered before), KindInvalid (not one of its options, or not 1 to
 	// MaxAnswerBytes bytes of UTF-8).
 	Answer(ctx context.Context, s AnswerStep) (apiv1.Question, error)
+	// CallStatus is what the caller of a held or ask-user call learns of
+	// it, waiting up to wait (at most MaxPollWait) while it is pending.
+	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
 	// CallQuestion is the question of the caller's own ask-user call:
 	// only its asker gets it; anyone else, and everyone once it expired,
 	// gets KindNotFound.
 	CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error)
-	// CallStatus is what the caller of a held or ask-user call learns of
-	// it, waiting up to wait (at most MaxPollWait) while it is pending.
-	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
 }
 
 // NewApprovals is the Approvals service over a pipeline.
@@ -180,20 +180,6 @@ func (s approvals) Answer(ctx context.Context, st AnswerStep) (apiv1.Question, e
 	}, nil
 }
 
-func (s approvals) CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error) {
-	q, err := s.p.CallQuestion(ctx, id, callID)
-	switch {
-	case errors.Is(err, pipeline.ErrQuestionNotFound):
-		return AskedQuestion{}, &Error{Kind: KindNotFound, Message: "no such question", Err: err}
-	case err != nil:
-		return AskedQuestion{}, callError(err)
-	}
-	return AskedQuestion{
-		ID: q.ID, CallID: q.CallID, Status: q.Status, Text: q.Text,
-		Options: append([]string(nil), q.Options...), ExpiresAt: q.ExpiresAt,
-	}, nil
-}
-
 func (s approvals) CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
 	st, err := s.p.PollCall(ctx, id, callID, wait)
 	switch {
@@ -231,4 +217,18 @@ func questionStatus(q *approval.Question) apiv1.CallStatus {
 		body.Data = map[string]any{"answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
 	}
 	return body
+}
+
+func (s approvals) CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error) {
+	q, err := s.p.CallQuestion(ctx, id, callID)
+	switch {
+	case errors.Is(err, pipeline.ErrQuestionNotFound):
+		return AskedQuestion{}, &Error{Kind: KindNotFound, Message: "no such question", Err: err}
+	case err != nil:
+		return AskedQuestion{}, callError(err)
+	}
+	return AskedQuestion{
+		ID: q.ID, CallID: q.CallID, Status: q.Status, Text: q.Text,
+		Options: append([]string(nil), q.Options...), ExpiresAt: q.ExpiresAt,
+	}, nil
 }
