@@ -70,8 +70,8 @@ type AuditEvent struct {
 	Via string `json:"via,omitempty"`
 	// MCPRequestID is the JSON-RPC id of the MCP tools/call request that
 	// made the call (its JSON text: 7 or "7"; over 128 bytes, "sha256:"
-	// and the hex digest of that text), when the front door knew it
-	// (/mcp, not stdio). Absent otherwise.
+	// and the hex digest of that text), over /mcp and over stdio alike.
+	// Absent otherwise.
 	MCPRequestID string `json:"mcp_request_id,omitempty"`
 	// Chain, Seq and PrevHash are the hash chain of events written before
 	// the Merkle tree (chain segment, position from 1, predecessor's

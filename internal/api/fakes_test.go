@@ -107,6 +107,11 @@ func (f *fake) CallStatus(_ context.Context, id *auth.Identity, callID string, w
 	return apiv1.CallStatus{CallID: callID, Outcome: apiv1.OutcomePending, ExpiresAt: wait.String()}, f.err
 }
 
+func (f *fake) CallQuestion(_ context.Context, id *auth.Identity, callID string) (service.AskedQuestion, error) {
+	f.saw("CallQuestion", id)
+	return service.AskedQuestion{CallID: callID}, f.err
+}
+
 func (f *fake) Info(context.Context) apiv1.PolicyInfo {
 	f.saw("Info", nil)
 	return apiv1.PolicyInfo{Revision: "r1", Modules: []apiv1.PolicyModule{}}

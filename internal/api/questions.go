@@ -14,8 +14,8 @@ import (
 	"github.com/toolgate/toolgate/internal/service"
 )
 
-// maxAnswer bounds an answer (bytes).
-const maxAnswer = 4000
+// maxAnswer bounds an answer (bytes), as the service does.
+const maxAnswer = service.MaxAnswerBytes
 
 // answerQuestion answers POST /v1/questions/{id}/answer {"answer": "..."}.
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {

@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	// One set of limits.tenant_rate buckets for both front doors.
 	tenantBuckets := ratelimit.NewMemory(nil)
 	if cfg.MCP.On() {
-		g.front = mcpserver.New(mcpOptions(cfg, g.services.Calls, authn, m, log, tenantBuckets))
+		g.front = mcpserver.New(mcpOptions(cfg, g.services, authn, m, log, tenantBuckets))
 		mcpHandler = g.front.Handler()
 	}
 	var consoleHandler http.Handler

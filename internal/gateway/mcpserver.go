@@ -13,8 +13,9 @@ import (
 )
 
 // mcpOptions wires the MCP front door from the configuration: the same
-// authenticator and Calls service as REST.
-func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) mcpserver.Options {
+// authenticator, Calls and Approvals services as REST (the latter for
+// ask-user questions put to the user through the client).
+func mcpOptions(cfg *config.Config, svc service.Services, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) mcpserver.Options {
 	j := cfg.Auth.JWT
 	var servers []string
 	switch {
@@ -27,7 +28,7 @@ func mcpOptions(cfg *config.Config, calls service.Calls, authn *auth.Authenticat
 		log.Warn("mcp: auth.jwt.audience is not set, so /mcp refuses every JWT (a token must be bound to this gateway); API keys still work")
 	}
 	return mcpserver.Options{
-		Calls: calls, Auth: authn, JWTAudience: j.Audience, AuthorizationServers: servers,
+		Calls: svc.Calls, Questions: svc.Approvals, Auth: authn, JWTAudience: j.Audience, AuthorizationServers: servers,
 		Resource: cfg.MCP.Resource, AllowedOrigins: cfg.MCP.AllowedOrigins,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Metrics: m, Logger: log.With("front_door", "mcp"),
 		SessionTimeout: cfg.MCP.SessionTimeout,

@@ -4,7 +4,10 @@
 // door (internal/api) it knows no tool and no policy detail and reaches
 // no store and no engine: tools/list and tools/call call service.Calls,
 // the same service GET /v1/tools and POST /v1/tools/{name}/calls call,
-// and render what it returns.
+// and render what it returns. An ask-user question goes to the caller's
+// user through the client when it can elicit (ask.go): an input_required
+// result for 2026-07-28, elicitation/create before; the answer is
+// Approvals.Answer's.
 //
 // Authorization is that of an MCP resource server: the REST API's bearer
 // credentials (verified by the same authenticator), a 401 that names the
@@ -51,6 +54,10 @@ type Authenticator interface {
 type Options struct {
 	Calls service.Calls
 	Auth  Authenticator
+	// Questions (service.Approvals) lets an ask-user call put its
+	// question to the caller's user through the client (elicitation);
+	// nil: such calls answer awaiting_user, as over REST.
+	Questions Questions
 	// JWTAudience is auth.jwt.audience. The authenticator refuses a JWT
 	// whose "aud" is not it; when it is "", no JWT can be bound to this
 	// gateway and /mcp refuses every JWT (API keys, which only this
@@ -93,6 +100,7 @@ type Server struct {
 	tenant    ratelimit.Limit // limits.tenant_rate; Rate 0 when off
 	stateful  http.Handler    // revisions with sessions (2025-11-25, 2025-06-18 and older)
 	stateless http.Handler    // 2026-07-28 and later: no sessions
+	states    stateSealer     // requestState of input_required results
 }
 
 // New returns the front door.
@@ -109,7 +117,7 @@ func New(o Options) *Server {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
-	s := &Server{o: o}
+	s := &Server{o: o, states: newStateSealer()}
 	if o.TenantRate > 0 {
 		burst := float64(o.TenantBurst)
 		if burst < 1 {
@@ -120,7 +128,7 @@ func New(o Options) *Server {
 			s.o.TenantBuckets = ratelimit.NewMemory(nil)
 		}
 	}
-	srv := s.newMCPServer(httpIdentity)
+	srv := s.newMCPServer(httpIdentity, httpRequestID)
 	get := func(*http.Request) *mcp.Server { return srv }
 	s.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionTimeout,
@@ -137,9 +145,13 @@ func New(o Options) *Server {
 // identifyFunc is the verified caller of one MCP request.
 type identifyFunc func(ctx context.Context, req mcp.Request) (*auth.Identity, error)
 
+// requestIDFunc is the auditable JSON-RPC id of a tools/call, as its
+// transport learned it ("" when it did not).
+type requestIDFunc func(call *mcp.CallToolRequest) string
+
 // newMCPServer is the SDK server whose tools/list and tools/call are
 // answered by the Calls service for the identity identify returns.
-func (s *Server) newMCPServer(identify identifyFunc) *mcp.Server {
+func (s *Server) newMCPServer(identify identifyFunc, requestID requestIDFunc) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: orDefault(s.o.Version, "dev")}, &mcp.ServerOptions{
 		// Tools only; no logging capability (nothing is logged to clients).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
@@ -162,7 +174,7 @@ func (s *Server) newMCPServer(identify identifyFunc) *mcp.Server {
 				if !ok || call.Params == nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 				}
-				return s.callTool(ctx, id, sessionOf(req), requestIDOf(req), call.Params)
+				return s.callTool(ctx, id, call, requestID(call))
 			}
 			return next(ctx, method, req)
 		}
@@ -192,8 +204,8 @@ func sessionOf(req mcp.Request) string {
 // dropped first.
 const requestIDHeader = "Toolgate-Mcp-Request-Id"
 
-func requestIDOf(req mcp.Request) string {
-	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+func httpRequestID(call *mcp.CallToolRequest) string {
+	if ex := call.GetExtra(); ex != nil && ex.Header != nil {
 		return ex.Header.Get(requestIDHeader)
 	}
 	return ""

@@ -1,9 +1,11 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -238,6 +240,99 @@ func TestIdleSessionsEnd(t *testing.T) {
 		}
 		if i == 10 {
 			t.Fatal("the idle session never ended")
+		}
+	}
+}
+
+// Over stdio each tools/call's JSON-RPC id reaches the service as over
+// /mcp: its JSON text, a long one as a digest; a value the client puts
+// under the gateway's _meta key is replaced, never recorded.
+func TestStdioCallsCarryTheirRequestIDs(t *testing.T) {
+	calls := &fakeCalls{}
+	s := New(Options{Calls: calls, Auth: fakeAuth{}})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeStdio(context.Background(), "key-bot", inR, outW); outW.Close() }()
+	out := bufio.NewScanner(outR)
+	out.Buffer(make([]byte, 1<<20), 1<<20)
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await := func(id string) string {
+		t.Helper()
+		for out.Scan() {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(out.Bytes(), &m) == nil && string(m["id"]) == id {
+				return out.Text()
+			}
+		}
+		t.Fatalf("no response to %s", id)
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	await("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	long := `"` + strings.Repeat("x", 200) + `"`
+	for _, c := range []struct{ id, params, want string }{
+		{`7`, `{"name":"echo"}`, `7`},
+		{`"a<b>&"`, `{"name":"echo","_meta":{"io.toolgate/mcp_request_id":"fake","io.toolgate/mcp_request_id":"fake2"}}`, `"a<b>&"`},
+		{long, `{"name":"echo","_meta":{"io.toolgate/mcp_request_id":"fake"}}`, auditableID(json.RawMessage(long))},
+		{`9`, `{"_meta":null,"name":"echo"}`, `9`},
+	} {
+		send(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":` + c.params + `}`)
+		if resp := await(c.id); !strings.Contains(resp, `"result"`) {
+			t.Fatalf("%s: %s", c.id, resp)
+		}
+		calls.mu.Lock()
+		got := calls.seen[len(calls.seen)-1]
+		calls.mu.Unlock()
+		if got.MCPRequestID != c.want || got.Via != Via {
+			t.Errorf("id %s: recorded %q, want %q", c.id, got.MCPRequestID, c.want)
+		}
+	}
+	// A _meta that is no object is not stamped, and the call never runs.
+	calls.mu.Lock()
+	n := len(calls.seen)
+	calls.mu.Unlock()
+	send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","_meta":"io.toolgate/mcp_request_id"}}`)
+	if resp := await("11"); !strings.Contains(resp, `"error"`) {
+		t.Fatalf("_meta no object: %s", resp)
+	}
+	calls.mu.Lock()
+	if len(calls.seen) != n {
+		t.Fatalf("a call whose _meta is no object ran: %+v", calls.seen[n:])
+	}
+	calls.mu.Unlock()
+	// What the SDK's stdio connection refuses, it still refuses: the
+	// stream ends at trailing data on a line.
+	send(`{"jsonrpc":"2.0","id":10,"method":"tools/list"} x`)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "trailing data") {
+			t.Fatalf("the stream ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("trailing data did not end the stream")
+	}
+}
+
+// Batches and messages that are no requests pass with their meaning
+// intact; only tools/call requests are stamped.
+func TestStampLeavesOtherMessagesTheirMeaning(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.toolgate/mcp_request_id":"x"}}}`, `{"id":2,"jsonrpc":"2.0","method":"tools/list","params":{"_meta":{"io.toolgate/mcp_request_id":"x"}}}`},
+		{`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e"}}]`, `[{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"io.toolgate/mcp_request_id":"3"},"name":"e"}}]`},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"e","_meta":{"io.toolgate/mcp_request_id":"x"}}}`, `{"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{},"name":"e"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"e","_meta":"no object"}}`, `{"id":4,"jsonrpc":"2.0","method":"tools/call","params":{"name":"e","_meta":"no object"}}`},
+		{`"text"`, `"text"`},
+	} {
+		if got := string(stamp(json.RawMessage(c.in))); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}
 }

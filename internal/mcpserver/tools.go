@@ -42,8 +42,15 @@ const (
 // /v1/tools/{name}/calls: prepare, decide, audit, invoke. A refused or
 // failed call is a result (its content the contract's string, isError as
 // REST's is_error); a failure that is no tool result is a JSON-RPC error
-// of its kind.
-func (s *Server) callTool(ctx context.Context, id *auth.Identity, session, requestID string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+// of its kind. An ask-user call may put its question to the caller's
+// user through the client (askUser); the retry that brings a 2026-07-28
+// client's answer runs nothing again (resumeAsk).
+func (s *Server) callTool(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
+	p := call.Params
+	if p.RequestState != "" || len(p.InputResponses) > 0 {
+		return s.resumeAsk(ctx, id, call)
+	}
+	session := sessionOf(call)
 	args := []byte(p.Arguments)
 	if len(args) == 0 {
 		args = []byte("{}") // MCP lets a call without arguments omit them
@@ -57,13 +64,18 @@ func (s *Server) callTool(ctx context.Context, id *auth.Identity, session, reque
 			"call_id", resp.CallID, "decision_id", resp.DecisionID, "err", err)
 		return nil, rpcError(err)
 	}
+	if resp.Outcome == apiv1.OutcomeAwaitingUser {
+		return s.askUser(ctx, id, call, resp)
+	}
 	return callResult(resp), nil
 }
 
 // callResult renders a call's response: its content as the first text
 // block; a held call's approval id or a question's id as a second block,
 // so the model can say what it waits for; data as structured content;
-// ids and outcome in _meta.
+// ids and outcome in _meta. A held call is never an input request, in
+// any revision: an approver, another principal, decides it, not the
+// caller's user, so the client has nothing to fulfil.
 func callResult(resp apiv1.CallResponse) *mcp.CallToolResult {
 	r := &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: resp.Content}},

@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
@@ -55,6 +57,27 @@ const (
 // MaxPollWait is the longest a call status request may wait.
 const MaxPollWait = pipeline.MaxPollWait
 
+// MaxAnswerBytes bounds an answer to an ask-user question: 1 to this many
+// bytes of UTF-8, whichever front door brings it.
+const MaxAnswerBytes = 4000
+
+// TextAwaitingUser is the content of an awaiting_user call.
+const TextAwaitingUser = pipeline.TextAwaitingUser
+
+// AskedQuestion is an ask-user question as its asker's user is to see it,
+// for a front door that asks the user itself (MCP elicitation). No REST
+// route returns it: the text and options are the caller's own arguments.
+type AskedQuestion struct {
+	ID     string
+	CallID string
+	// Status is pending or answered (an expired question is not found).
+	Status  string
+	Text    string
+	Options []string // empty when any answer goes
+	// ExpiresAt is when the question expires unanswered.
+	ExpiresAt time.Time
+}
+
 // Approvals is the human side of held calls and ask-user questions:
 // approvers list, read, approve and deny held calls; users answer
 // questions; the original caller polls its waiting call.
@@ -70,7 +93,8 @@ type Approvals interface {
 	// Deny refuses the held call.
 	Deny(ctx context.Context, s ApprovalStep) (apiv1.Approval, error)
 	// Answer answers an ask-user question. KindNotFound, KindConflict
-	// (answered before), KindInvalid (not one of its options).
+	// (answered before), KindInvalid (not one of its options, or not 1 to
+	// MaxAnswerBytes bytes of UTF-8).
 	Answer(ctx context.Context, s AnswerStep) (apiv1.Question, error)
 	// Questions lists the tenant's pending ask-user questions that id may
 	// answer (its own, and others' that policy lets it answer), newest
@@ -79,6 +103,10 @@ type Approvals interface {
 	// CallStatus is what the caller of a held or ask-user call learns of
 	// it, waiting up to wait (at most MaxPollWait) while it is pending.
 	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
+	// CallQuestion is the question of the caller's own ask-user call:
+	// only its asker gets it; anyone else, and everyone once it expired,
+	// gets KindNotFound.
+	CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error)
 }
 
 // NewApprovals is the Approvals service over a pipeline.
@@ -160,6 +188,9 @@ func (s approvals) step(ctx context.Context, st ApprovalStep, f func(context.Con
 }
 
 func (s approvals) Answer(ctx context.Context, st AnswerStep) (apiv1.Question, error) {
+	if a := st.Answer; a == "" || len(a) > MaxAnswerBytes || !utf8.ValidString(a) {
+		return apiv1.Question{}, &Error{Kind: KindInvalid, Message: fmt.Sprintf("answer must be 1 to %d bytes of UTF-8", MaxAnswerBytes)}
+	}
 	q, err := s.p.Answer(ctx, st)
 	switch {
 	case errors.Is(err, pipeline.ErrQuestionNotFound):
@@ -231,4 +262,18 @@ func questionStatus(q *approval.Question) apiv1.CallStatus {
 		body.Data = map[string]any{"answered_by": q.AnsweredBy, "answered_at": audit.FormatTime(q.AnsweredAt)}
 	}
 	return body
+}
+
+func (s approvals) CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error) {
+	q, err := s.p.CallQuestion(ctx, id, callID)
+	switch {
+	case errors.Is(err, pipeline.ErrQuestionNotFound):
+		return AskedQuestion{}, &Error{Kind: KindNotFound, Message: "no such question", Err: err}
+	case err != nil:
+		return AskedQuestion{}, callError(err)
+	}
+	return AskedQuestion{
+		ID: q.ID, CallID: q.CallID, Status: q.Status, Text: q.Text,
+		Options: append([]string(nil), q.Options...), ExpiresAt: q.ExpiresAt,
+	}, nil
 }
