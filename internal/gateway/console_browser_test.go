@@ -268,6 +268,35 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	c.clean()
 
+	// Audit: search by tool, open an event, see its proof status; verify
+	// the tenant's log with the button.
+	for _, path := range []string{"docs/guide.md", "secrets/db.env"} {
+		h.call(alice, "read-file", `{"arguments":{"path":"`+path+`"}}`)
+	}
+	if st := c.open("/console/audit"); st != 200 {
+		t.Fatalf("audit: %d", st)
+	}
+	c.do("filter by tool", chromedp.SetValue(chromedp.ID("f-tool"), "read-file"))
+	if st := c.submit("#audit-search button[type=submit]"); st != 200 || !strings.Contains(c.text("#events"), "read-file") || strings.Contains(c.text("#events"), "write-file") {
+		t.Fatalf("audit search by tool: %d", st)
+	}
+	c.screenshot("audit")
+	if st := c.submit("#events tbody tr td a"); st != 200 || !strings.HasPrefix(c.path(), "/console/audit/") {
+		t.Fatalf("open an event: %d at %s", st, c.path())
+	}
+	if status, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.querySelector("section#proof").dataset.status`)); err != nil || status == "" || status == "failed" {
+		t.Errorf("proof status %q (%v)", status, err)
+	}
+	c.screenshot("audit-event")
+	c.open("/console/audit")
+	if st := c.submit("#verify button[type=submit]"); st != 200 {
+		t.Fatalf("verify: %d", st)
+	}
+	if ok, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.querySelector("#verify-result").dataset.ok`)); err != nil || ok != "true" {
+		t.Errorf("verify result %q (%v)", ok, err)
+	}
+	c.clean()
+
 	// A forged cross-site form post (another site's page with a form
 	// aimed at the console) changes nothing: the browser marks it
 	// cross-site and sends no session cookie.
@@ -325,7 +354,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Phone width: every page fits without sideways scrolling.
 	c.do("phone", chromedp.EmulateViewport(390, 844))
-	for _, p := range []string{"/console/", "/console/approvals"} {
+	for _, p := range []string{"/console/", "/console/audit", "/console/approvals"} {
 		if st := c.open(p); st != 200 {
 			t.Fatalf("%s at phone width: %d", p, st)
 		}
