@@ -61,6 +61,8 @@ type opUser struct {
 	accessOpaque  bool          // the access token is not a JWT
 	accessSub     string        // the access token's sub instead of sub
 	wrongVerifier bool          // the grant records the challenge of another verifier
+	responseIss   string        // the authorization response's iss (RFC 9207)
+	tokenType     string        // the token response's token_type instead of Bearer
 }
 
 type grant struct {
@@ -168,6 +170,9 @@ func (p *op) authorize(w http.ResponseWriter, r *http.Request) {
 		p.grants[code] = g
 		v.Set("code", code)
 	}
+	if p.user.responseIss != "" {
+		v.Set("iss", p.user.responseIss)
+	}
 	back.RawQuery = v.Encode()
 	http.Redirect(w, r, back.String(), http.StatusFound)
 }
@@ -264,8 +269,12 @@ func (p *op) token(w http.ResponseWriter, r *http.Request) {
 	if u.accessOpaque {
 		access = randomString()
 	}
+	tokenType := "Bearer"
+	if u.tokenType != "" {
+		tokenType = u.tokenType
+	}
 	writeOPJSON(w, 200, map[string]any{
-		"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+		"access_token": access, "token_type": tokenType, "expires_in": 3600,
 		"id_token": idKey.Sign(idClaims),
 	})
 }
@@ -566,6 +575,8 @@ func TestConsoleOIDCRefusesBadCallbacks(t *testing.T) {
 		{"access token without the gateway's audience", opUser{accessAud: "https://other-api.example"}, "JWT access token for the gateway's audience"},
 		{"opaque access token", opUser{accessOpaque: true}, "JWT access token for the gateway's audience"},
 		{"access token of another subject", opUser{accessSub: "mallory"}, "The identity provider's answer could not be verified."},
+		{"access token of another type", opUser{tokenType: "DPoP"}, "JWT access token for the gateway's audience"},
+		{"the response names another issuer", opUser{responseIss: "https://evil.example"}, "The identity provider's answer could not be verified."},
 		{"the provider denies access", opUser{errorCode: "access_denied"}, "The identity provider did not sign you in (access denied)."},
 		{"the provider fails", opUser{errorCode: "server_error"}, "The identity provider could not sign you in."},
 	}
