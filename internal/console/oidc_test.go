@@ -130,11 +130,13 @@ func newOIDCTestServer(t *testing.T, p *oidcTestProvider, a *oidcTestAuth, clock
 }
 
 // oidcTestSignIn starts a sign-in and returns the callback request the
-// provider would send the browser to (with the binding cookie).
+// provider would send the browser to (with the binding cookie). The
+// handlers are called directly, without the router (the gateway's tests
+// cover the routes).
 func oidcTestSignIn(t *testing.T, s *Server, p *oidcTestProvider) *http.Request {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/console/oidc/login", nil))
+	s.oidcLogin(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/console/oidc/login", nil))
 	if rec.Code != http.StatusFound {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
 	}
@@ -151,7 +153,7 @@ func oidcTestSignIn(t *testing.T, s *Server, p *oidcTestProvider) *http.Request 
 
 func oidcTestCallback(s *Server, req *http.Request) (*httptest.ResponseRecorder, string) {
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, req)
+	s.oidcCallback(rec, req)
 	for _, c := range rec.Result().Cookies() {
 		if c.Name == cookieSession {
 			return rec, c.Value
@@ -236,7 +238,7 @@ func TestOIDCDiscoveryIsRetried(t *testing.T) {
 	}
 	start := func() int {
 		rec := httptest.NewRecorder()
-		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/console/oidc/login", nil))
+		s.oidcLogin(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/console/oidc/login", nil))
 		return rec.Code
 	}
 	if code := start(); code != http.StatusServiceUnavailable || p.discovery.Load() != 1 {
