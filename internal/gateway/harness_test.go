@@ -60,6 +60,10 @@ type setup struct {
 	// beforeNew runs on the loaded config before the gateway is built
 	// (e.g. to pin MCP tool definitions).
 	beforeNew func(t testing.TB, cfg *config.Config)
+	// yamlFor returns more YAML appended after extraYAML, given the
+	// gateway's base URL (for keys naming the gateway itself, such as
+	// console.redirect_url).
+	yamlFor func(base string) string
 }
 
 var (
@@ -129,6 +133,16 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	if s.cacheSize != nil {
 		s.policyYAML += fmt.Sprintf("  decision_cache: %d\n", *s.cacheSize)
 	}
+	// The listener comes first, so the config may name the gateway's URL.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	base := "http://" + ln.Addr().String()
+	if s.yamlFor != nil {
+		s.extraYAML += s.yamlFor(base)
+	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:
 %s  reload_debounce: 20ms
@@ -165,10 +179,6 @@ policy:
 		cancel()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
 	stop := sync.OnceFunc(func() {
@@ -184,7 +194,7 @@ policy:
 		t.Fatal(err)
 	}
 	return &harness{
-		t: t, dir: dir, base: "http://" + ln.Addr().String(), g: g, secret: secret, stop: stop,
+		t: t, dir: dir, base: base, g: g, secret: secret, stop: stop,
 		spec: loadSpec(t), client: &http.Client{Timeout: 30 * time.Second},
 	}
 }
