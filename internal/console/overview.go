@@ -266,7 +266,7 @@ func formatMicros(us int64) string {
 // The chart's geometry, in SVG user units.
 const (
 	chartW, chartH                      = 720, 260
-	padLeft, padRight, padTop, padBelow = 44, 8, 10, 28
+	padLeft, padRight, padTop, padBelow = 52, 8, 10, 30
 )
 
 // drawChart lays out one stacked bar per hour from from.
