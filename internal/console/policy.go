@@ -106,7 +106,6 @@ type replayView struct {
 type directionRow struct {
 	Key, From, To string
 	Count         int
-	Samples       []string
 }
 
 type toolChanges struct {
@@ -149,7 +148,7 @@ func (s *Server) defaultReplay() replayForm {
 func withEmptySlots(filled []moduleSlot) []moduleSlot {
 	out := make([]moduleSlot, 0, len(filled)+moduleSlots)
 	for _, m := range filled {
-		if m.Name != "" || m.Source != "" {
+		if m.Name != "" || strings.TrimSpace(m.Source) != "" {
 			out = append(out, m)
 		}
 	}
@@ -330,12 +329,15 @@ func (s *Server) replayRequest(in replayForm, admin *auth.Identity) (service.Rep
 		return req, "choose a candidate: the shadow policy or pasted modules"
 	}
 	req.Modules = map[string]string{}
-	for i, m := range in.Modules {
-		switch {
-		case m.Name == "" && strings.TrimSpace(m.Source) == "":
+	n := 0 // the field's number as the page shows it again (blank ones dropped)
+	for _, m := range in.Modules {
+		if m.Name == "" && strings.TrimSpace(m.Source) == "" {
 			continue
+		}
+		n++
+		switch {
 		case m.Name == "":
-			return req, fmt.Sprintf("module %d needs a file name (e.g. authz.rego)", i+1)
+			return req, fmt.Sprintf("module %d needs a file name (e.g. authz.rego)", n)
 		case strings.TrimSpace(m.Source) == "":
 			return req, fmt.Sprintf("module %s has no source", m.Name)
 		}
@@ -381,7 +383,7 @@ func newReplayView(rep *service.ReplayReport, from, to time.Time) *replayView {
 	for _, k := range rep.Directions() {
 		g := rep.ByDirection[k]
 		old, now, _ := strings.Cut(k, "_to_")
-		v.Directions = append(v.Directions, directionRow{Key: k, From: old, To: now, Count: g.Count, Samples: g.Samples})
+		v.Directions = append(v.Directions, directionRow{Key: k, From: old, To: now, Count: g.Count})
 	}
 	for tool, tg := range rep.ByTool {
 		parts := make([]string, 0, len(tg.ByDirection))
