@@ -4,10 +4,12 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // byID is the text of the element with id on a console page ("" and
@@ -83,6 +85,26 @@ func TestConsolePolicyPageShowsTheServingRevisionAndModules(t *testing.T) {
 	if !strings.Contains(p.body, "No shadow policy is configured") {
 		t.Error("the page does not say that no shadow policy is configured")
 	}
+
+	// A change that does not compile: the page shows the reload error
+	// beside the revision that keeps serving.
+	must(t, os.WriteFile(filepath.Join(h.dir, "policies", "broken.rego"), []byte("package toolgate.authz\n\nbroken if {\n"), 0o644))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p = b.get("/console/policy")
+		if strings.Contains(p.body, `id="reload-error"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload error shown after a broken change:\n%s", p.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	reloadErr := regexp.MustCompile(`(?s)id="reload-error">.*?<pre>(.*?)</pre>`).FindStringSubmatch(p.body)
+	if p.status != 200 || reloadErr == nil || !strings.Contains(reloadErr[1], "broken.rego:") {
+		t.Fatalf("reload error without the file: %d\n%s", p.status, p.body)
+	}
+	wantByID(t, p, "policy-revision", rev)
 }
 
 // The playground evaluates would-be calls and raw documents with the
