@@ -119,6 +119,11 @@ type hourLabel struct {
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == Prefix {
+		// Mounted at Prefix, the console's "/" also answers Prefix itself.
+		http.Redirect(w, r, Prefix+"/", http.StatusMovedPermanently)
+		return
+	}
 	ctx, id := r.Context(), identity(r)
 	d := &overviewData{Auditor: id.HasRole(RoleAuditor), Approver: id.HasRole(RoleApprover)}
 	for _, item := range nav(r) {
