@@ -44,7 +44,7 @@ type policyData struct {
 	ShadowProblem string
 	ShadowFrom    time.Time
 
-	Explains []option
+	Explains []explainOption
 	Eval     evalForm
 	// EvalProblem is why the form was not evaluated (status 400).
 	EvalProblem string
@@ -55,9 +55,9 @@ type policyData struct {
 	Report        *replayView
 }
 
-type option struct{ Value, Label string }
+type explainOption struct{ Value, Label string }
 
-var explainLevels = []option{
+var explainLevels = []explainOption{
 	{"", "none"},
 	{"notes", "notes (print and trace notes)"},
 	{"fails", "fails (the expressions that failed)"},
@@ -311,7 +311,7 @@ func (s *Server) replayRequest(in replayForm, admin *auth.Identity) (service.Rep
 		if tb.v == "" {
 			continue
 		}
-		t, ok := parseTime(tb.v)
+		t, ok := parseFormTime(tb.v)
 		if !ok {
 			return req, tb.name + " must be an RFC 3339 time"
 		}
@@ -364,9 +364,9 @@ func (s *Server) replayRequest(in replayForm, admin *auth.Identity) (service.Rep
 	return req, ""
 }
 
-// parseTime reads an RFC 3339 time, or what a datetime-local field sends
+// parseFormTime reads an RFC 3339 time, or what a datetime-local field sends
 // (taken as UTC).
-func parseTime(s string) (time.Time, bool) {
+func parseFormTime(s string) (time.Time, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, true
 	}
