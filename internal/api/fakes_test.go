@@ -130,6 +130,11 @@ func (f *fake) Replay(_ context.Context, req service.ReplayRequest) (*service.Re
 	return &service.ReplayReport{}, nil
 }
 
+func (f *fake) ShadowSummary(_ context.Context, req service.ShadowRequest) (service.ShadowSummary, error) {
+	f.saw("ShadowSummary", req.Admin)
+	return service.ShadowSummary{}, f.err
+}
+
 func (f *fake) Events(_ context.Context, id *auth.Identity, _ service.AuditFilter) (apiv1.AuditEventPage, error) {
 	f.saw("Events", id)
 	return apiv1.AuditEventPage{Events: []*apiv1.AuditEvent{}}, f.err

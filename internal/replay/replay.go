@@ -31,6 +31,9 @@ type Options struct {
 	Tenants  []string  // tenants to replay; each is queried on its own
 	From, To time.Time // inclusive bounds on event time; zero: unbounded
 	Samples  int       // sample event ids kept per group; default 5
+	// Changes is how many changed decisions the report lists one by one
+	// in Changes (newest first); 0 lists none.
+	Changes int
 }
 
 // Report is what a replay found. Directions are "<old>_to_<new>" with
@@ -45,6 +48,20 @@ type Report struct {
 	Skipped       int                   `json:"skipped"`        // unavailable, invalid arguments, approvals' second decisions
 	ByDirection   map[string]*Group     `json:"by_direction"`
 	ByTool        map[string]*ToolGroup `json:"by_tool"`
+	// Changes lists up to Options.Changes changed decisions, newest
+	// first. It is for in-process callers (the console); the JSON report
+	// of POST /v1/policy/replay does not carry it.
+	Changes []Change `json:"-"`
+}
+
+// Change is one audited decision the candidate decides otherwise. From and
+// To are the short outcomes of directions (allow, deny, approval).
+type Change struct {
+	EventID   string
+	Time      string
+	Tool      string
+	Principal string
+	From, To  string
 }
 
 // Group counts events and keeps a few of their ids.
@@ -83,7 +100,7 @@ func Run(ctx context.Context, q Querier, candidate *decision.Revision, opts Opti
 				return nil, fmt.Errorf("replay: reading the audit log of %s: %w", tenant, err)
 			}
 			for _, ev := range page.Events {
-				if err := rep.replay(ctx, candidate, ev, opts.Samples); err != nil {
+				if err := rep.replay(ctx, candidate, ev, opts); err != nil {
 					return nil, err
 				}
 			}
@@ -99,7 +116,8 @@ func Run(ctx context.Context, q Querier, candidate *decision.Revision, opts Opti
 // short names outcomes in directions.
 var short = map[apiv1.Outcome]string{apiv1.OutcomeAllow: "allow", apiv1.OutcomeDenied: "deny", apiv1.OutcomeApprovalRequired: "approval"}
 
-func (rep *Report) replay(ctx context.Context, candidate *decision.Revision, ev *audit.Event, samples int) error {
+func (rep *Report) replay(ctx context.Context, candidate *decision.Revision, ev *audit.Event, opts Options) error {
+	samples := opts.Samples
 	rep.Events++
 	old, ok := short[apiv1.Outcome(ev.Outcome)]
 	if _, second := ev.Input["approval"]; !ok || second || ev.Input == nil {
@@ -145,6 +163,9 @@ func (rep *Report) replay(ctx context.Context, candidate *decision.Revision, ev 
 		return nil
 	}
 	rep.Changed++
+	if len(rep.Changes) < opts.Changes {
+		rep.Changes = append(rep.Changes, Change{EventID: ev.ID, Time: ev.Time, Tool: ev.Tool, Principal: ev.Principal, From: old, To: now})
+	}
 	dir := old + "_to_" + now
 	g := rep.ByDirection[dir]
 	if g == nil {

@@ -142,6 +142,21 @@ func TestReplayCountsMatchAHandComputedExpectation(t *testing.T) {
 		t.Fatalf("report:\n%s\nwant:\n%s", rep.Text(), want.Text())
 	}
 
+	// Asked for them, the report lists the first changed decisions one
+	// by one, newest first, with the old and the new outcome.
+	rep, err = replay.Run(ctx, lg, rev, replay.Options{Tenants: []string{"acme"}, From: t0, To: t0.Add(time.Hour), Changes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChanges := []replay.Change{
+		{EventID: "e10", Time: audit.FormatTime(t0.Add(10 * time.Minute)), Tool: "grep", Principal: "alice", From: "approval", To: "deny"},
+		{EventID: "e07", Time: audit.FormatTime(t0.Add(7 * time.Minute)), Tool: "write-file", Principal: "alice", From: "deny", To: "allow"},
+		{EventID: "e05", Time: audit.FormatTime(t0.Add(5 * time.Minute)), Tool: "grep", Principal: "alice", From: "allow", To: "deny"},
+	}
+	if rep.Changed != 6 || !reflect.DeepEqual(rep.Changes, wantChanges) {
+		t.Fatalf("listed changes (of %d): %+v", rep.Changed, rep.Changes)
+	}
+
 	// Without bounds and with both tenants, the late event and globex's
 	// count too: two more deny → allow reads.
 	rep, err = replay.Run(ctx, lg, rev, replay.Options{Tenants: []string{"acme", "globex"}})

@@ -26,15 +26,55 @@ type EvalRequest = pipeline.EvalRequest
 // ReplayReport is the answer of a replay (POST /v1/policy/replay).
 type ReplayReport = replay.Report
 
+// ReplayChange is one changed decision a replay lists (ReplayRequest.Changes).
+type ReplayChange = replay.Change
+
 // ReplayRequest re-evaluates the caller's tenant's audited decisions
 // between From and To against a candidate: the configured shadow policy
 // (Shadow), or inline Modules (file name → Rego source) and Data.
+// Changes asks the report to list up to that many changed decisions
+// one by one (ReplayReport.Changes, newest first).
 type ReplayRequest struct {
 	Admin    *auth.Identity
 	Shadow   bool
 	Modules  map[string]string
 	Data     map[string]any
 	From, To time.Time
+	Changes  int
+}
+
+// MaxReplayChanges bounds ReplayRequest.Changes.
+const MaxReplayChanges = 1000
+
+// ShadowRequest asks how the shadow policy's verdicts, audited with each
+// decision, compared with the enforced decisions of the caller's tenant
+// between From and To (zero: unbounded), reading at most Max decision
+// events, newest first (0 or more than MaxShadowEvents: MaxShadowEvents).
+type ShadowRequest struct {
+	Admin    *auth.Identity
+	From, To time.Time
+	Max      int
+}
+
+// MaxShadowEvents bounds the decision events ShadowSummary reads.
+const MaxShadowEvents = 10000
+
+// ShadowSummary counts shadow verdicts as the toolgate_shadow_decisions_total
+// metric does, but from the caller's tenant's audit log.
+type ShadowSummary struct {
+	// Configured: a shadow policy is configured (policy.shadow);
+	// Revision is its revision serving now ("" when none is loaded).
+	Configured bool
+	Revision   string
+	Events     int // decision events read
+	Compared   int // of them, those with a shadow verdict
+	Agree      int
+	// AllowToDeny: the enforced decision allowed (or held for approval),
+	// the shadow denies; DenyToAllow the other way round.
+	AllowToDeny int
+	DenyToAllow int
+	Errors      int  // the shadow policy failed to evaluate
+	Truncated   bool // the window holds more decision events than were read
 }
 
 // MaxReplayModules bounds the modules of an inline candidate.
@@ -56,6 +96,10 @@ type Policy interface {
 	// KindUnavailable: the shadow policy is not loaded, or the audit log
 	// cannot be read.
 	Replay(ctx context.Context, req ReplayRequest) (*ReplayReport, error)
+	// ShadowSummary counts how the shadow verdicts audited in a window
+	// compared with the enforced decisions. KindInvalid: from after to;
+	// KindUnavailable: the audit log cannot be read.
+	ShadowSummary(ctx context.Context, req ShadowRequest) (ShadowSummary, error)
 }
 
 // PolicyOptions wire the Policy service.
@@ -133,7 +177,8 @@ func (s policy) Replay(ctx context.Context, req ReplayRequest) (*ReplayReport, e
 			return nil, &Error{Kind: KindInvalid, Message: msg}
 		}
 	}
-	rep, err := replay.Run(ctx, s.o.Audit, rev, replay.Options{Tenants: []string{req.Admin.Tenant}, From: req.From, To: req.To})
+	changes := min(max(req.Changes, 0), MaxReplayChanges)
+	rep, err := replay.Run(ctx, s.o.Audit, rev, replay.Options{Tenants: []string{req.Admin.Tenant}, From: req.From, To: req.To, Changes: changes})
 	if err != nil {
 		s.o.Logger.Error("policy replay failed", "err", err)
 		if errors.Is(err, context.Canceled) {
@@ -144,6 +189,59 @@ func (s policy) Replay(ctx context.Context, req ReplayRequest) (*ReplayReport, e
 	s.o.Logger.Info("policy replayed by an administrator", "tenant", req.Admin.Tenant, "principal", req.Admin.Principal,
 		"candidate", rep.Candidate, "events", rep.Events, "changed", rep.Changed)
 	return rep, nil
+}
+
+func (s policy) ShadowSummary(ctx context.Context, req ShadowRequest) (ShadowSummary, error) {
+	var out ShadowSummary
+	if eng := s.o.Pipeline.ShadowEngine(); eng != nil {
+		out.Configured = true
+		if rev, err := eng.Current(); err == nil {
+			out.Revision = rev.ID()
+		}
+	}
+	limit := req.Max
+	if limit <= 0 || limit > MaxShadowEvents {
+		limit = MaxShadowEvents
+	}
+	f := audit.Filter{Phase: audit.PhaseDecision, From: req.From, To: req.To, Limit: min(limit, 1000)}
+	for {
+		page, err := s.o.Audit.Query(ctx, req.Admin.Tenant, f)
+		if errors.Is(err, audit.ErrBadFilter) {
+			return ShadowSummary{}, &Error{Kind: KindInvalid, Message: "from must not be after to", Err: err}
+		}
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return ShadowSummary{}, err
+			}
+			s.o.Logger.Error("shadow summary failed", "err", err)
+			return ShadowSummary{}, errAuditUnavailable(err)
+		}
+		for _, ev := range page.Events {
+			if out.Events == limit {
+				out.Truncated = true
+				return out, nil
+			}
+			out.Events++
+			sh := ev.Shadow
+			switch {
+			case sh == nil:
+				continue
+			case sh.Outcome == string(apiv1.OutcomeError):
+				out.Errors++
+			case !sh.Diverged:
+				out.Agree++
+			case sh.Outcome == string(apiv1.OutcomeDenied):
+				out.AllowToDeny++
+			default:
+				out.DenyToAllow++
+			}
+			out.Compared++
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		f.Cursor = page.NextCursor
+	}
 }
 
 var moduleName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}\.rego$`)
