@@ -177,7 +177,9 @@ func (c *chrome) submit(button string) int64 {
 
 func (c *chrome) text(css string) string {
 	c.t.Helper()
-	s, err := chromedp.Run(c.ctx, chromedp.Text(chromedp.CSS(css)))
+	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second) // an element that is not there fails, not hangs
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
 	if err != nil {
 		c.t.Fatalf("text of %s: %v", css, err)
 	}
@@ -273,6 +275,7 @@ func TestConsoleInChromium(t *testing.T) {
 	for _, path := range []string{"docs/guide.md", "secrets/db.env"} {
 		h.call(alice, "read-file", `{"arguments":{"path":"`+path+`"}}`)
 	}
+	h.sync("acme") // searches see events once integrated into the log
 	if st := c.open("/console/audit"); st != 200 {
 		t.Fatalf("audit: %d", st)
 	}
