@@ -176,7 +176,8 @@ func (v *validator) mcpUpstreams(c *Config) {
 		for _, h := range sortedKeys(u.Headers) {
 			hk := joinKey(key+".headers", h)
 			switch strings.ToLower(h) {
-			case "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "content-type", "accept", "host", "content-length":
+			case "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+				"content-type", "accept", "host", "content-length":
 				v.add(hk, "is set by the gateway and cannot be configured")
 				continue
 			case "authorization":

@@ -59,6 +59,7 @@ func TestMCPUpstreamErrorsNameTheKey(t *testing.T) {
 		{"not http", mcpConfig("http://127.0.0.1:8082/mcp", "file:///etc/passwd"), "tools.mcp[0].url", "http or https"},
 		{"credentials in url", mcpConfig("http://127.0.0.1", "http://u:p@127.0.0.1"), "tools.mcp[0].url", "credentials"},
 		{"reserved header", mcpConfig("X-Api-Key: k-1", "Toolgate-Assertion: forged"), "tools.mcp[0].headers.Toolgate-Assertion", "set by the gateway"},
+		{"reserved MCP header", mcpConfig("X-Api-Key: k-1", "Mcp-Method: tools/list"), "tools.mcp[0].headers.Mcp-Method", "set by the gateway"},
 		{"header injection", mcpConfig("X-Api-Key: k-1", "X-Api-Key: \"a\\r\\nHost: evil\""), "tools.mcp[0].headers.X-Api-Key", "invalid header"},
 		{"headers on stdio", mcpConfig("      pin: false\n", "      pin: false\n      headers: {A: b}\n"), "tools.mcp[1].headers", "only for url"},
 		{"refresh too often", mcpConfig("      pin: false\n", "      pin: false\n      refresh_interval: 10ms\n"), "tools.mcp[1].refresh_interval", "at least"},
