@@ -787,8 +787,11 @@ func (u *Upstream) watchOnce(ctx context.Context) (keep bool) {
 		MaxEventSize: int(u.o.MaxResponseBytes + responseSlack),
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: u.listChanged})
-	cctx, cancel := context.WithTimeout(ctx, u.o.Timeout)
+	// As the gateway itself: the connection keeps none of ctx's values.
+	cctx, cancel := context.WithTimeout(context.Background(), u.o.Timeout)
+	stop := context.AfterFunc(ctx, cancel)
 	s, err := client.Connect(cctx, tr, nil)
+	stop()
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
