@@ -52,6 +52,35 @@ type MCPUpstream struct {
 	Resources map[string][]map[string]string `yaml:"resources"`
 	// MaxResponseBytes: a larger result fails the call. Default 1 MiB.
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// TokenExchange, when set, sends the upstream an access token from an
+	// RFC 8693 token exchange (only with URL).
+	TokenExchange *MCPTokenExchange `yaml:"token_exchange"`
+}
+
+// Token types of RFC 8693 §3.
+const (
+	TokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+	TokenTypeJWT         = "urn:ietf:params:oauth:token-type:jwt"
+)
+
+// MCPTokenExchange configures an RFC 8693 token exchange at a security
+// token service: the subject token is the call's signed Toolgate-Assertion,
+// and the token it issues goes to the upstream as its Authorization.
+type MCPTokenExchange struct {
+	// TokenURL is the STS's token endpoint: https, or http only on a
+	// loopback host.
+	TokenURL string `yaml:"token_url"`
+	ClientID string `yaml:"client_id"`
+	// ClientSecretFile holds the client secret (absolute after Load),
+	// read at start; sent in the request body (client_secret_post).
+	ClientSecretFile string `yaml:"client_secret_file"`
+	// Audience and Resource name the upstream to the STS (absolute URIs);
+	// both default to the upstream's url.
+	Audience string   `yaml:"audience"`
+	Resource string   `yaml:"resource"`
+	Scope    []string `yaml:"scope"`
+	// RequestedTokenType defaults to TokenTypeAccessToken.
+	RequestedTokenType string `yaml:"requested_token_type"`
 }
 
 // Pinned reports whether the upstream's tools must match their pins.
@@ -79,6 +108,20 @@ func applyMCPDefaults(c *Config, base string) {
 		}
 		if len(u.Command) > 0 && strings.ContainsRune(u.Command[0], '/') && !filepath.IsAbs(u.Command[0]) {
 			u.Command[0] = filepath.Join(base, u.Command[0])
+		}
+		if te := u.TokenExchange; te != nil {
+			if te.Audience == "" {
+				te.Audience = u.URL
+			}
+			if te.Resource == "" {
+				te.Resource = u.URL
+			}
+			if te.RequestedTokenType == "" {
+				te.RequestedTokenType = TokenTypeAccessToken
+			}
+			if te.ClientSecretFile != "" && !filepath.IsAbs(te.ClientSecretFile) {
+				te.ClientSecretFile = filepath.Join(base, te.ClientSecretFile)
+			}
 		}
 	}
 }
@@ -133,9 +176,15 @@ func (v *validator) mcpUpstreams(c *Config) {
 		for _, h := range sortedKeys(u.Headers) {
 			hk := joinKey(key+".headers", h)
 			switch strings.ToLower(h) {
-			case "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "content-type", "accept", "host", "content-length":
+			case "toolgate-assertion", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+				"content-type", "accept", "host", "content-length":
 				v.add(hk, "is set by the gateway and cannot be configured")
 				continue
+			case "authorization":
+				if u.TokenExchange != nil {
+					v.add(hk, "cannot be configured together with token_exchange: the exchanged token is the upstream's Authorization")
+					continue
+				}
 			}
 			if !validHeaderName(h) || strings.ContainsAny(u.Headers[h], "\r\n\x00") {
 				v.add(hk, "invalid header name or value")
@@ -160,6 +209,13 @@ func (v *validator) mcpUpstreams(c *Config) {
 		}
 		for _, t := range sortedKeys(u.Resources) {
 			v.resources(joinKey(key+".resources", t), u.Resources[t], nil)
+		}
+		if u.TokenExchange != nil {
+			if u.URL == "" {
+				v.add(key+".token_exchange", "only for url (streamable HTTP) upstreams: a stdio server gets no HTTP request to carry a token")
+			} else {
+				v.tokenExchange(key+".token_exchange", u.TokenExchange)
+			}
 		}
 	}
 	if len(c.Tools.MCP) > 0 && c.Auth.Assertion.SigningKeyFile == "" {

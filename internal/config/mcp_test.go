@@ -59,6 +59,7 @@ func TestMCPUpstreamErrorsNameTheKey(t *testing.T) {
 		{"not http", mcpConfig("http://127.0.0.1:8082/mcp", "file:///etc/passwd"), "tools.mcp[0].url", "http or https"},
 		{"credentials in url", mcpConfig("http://127.0.0.1", "http://u:p@127.0.0.1"), "tools.mcp[0].url", "credentials"},
 		{"reserved header", mcpConfig("X-Api-Key: k-1", "Toolgate-Assertion: forged"), "tools.mcp[0].headers.Toolgate-Assertion", "set by the gateway"},
+		{"reserved MCP header", mcpConfig("X-Api-Key: k-1", "Mcp-Method: tools/list"), "tools.mcp[0].headers.Mcp-Method", "set by the gateway"},
 		{"header injection", mcpConfig("X-Api-Key: k-1", "X-Api-Key: \"a\\r\\nHost: evil\""), "tools.mcp[0].headers.X-Api-Key", "invalid header"},
 		{"headers on stdio", mcpConfig("      pin: false\n", "      pin: false\n      headers: {A: b}\n"), "tools.mcp[1].headers", "only for url"},
 		{"refresh too often", mcpConfig("      pin: false\n", "      pin: false\n      refresh_interval: 10ms\n"), "tools.mcp[1].refresh_interval", "at least"},
@@ -119,5 +120,125 @@ func TestMCPFrontDoorConfig(t *testing.T) {
 				t.Fatalf("On() = %v", cfg.MCP.On())
 			}
 		})
+	}
+}
+
+// exchangeConfig is mcpYAML with a token exchange on the notes upstream
+// (old replaced by new in it) and the client secret file in place.
+func exchangeConfig(t *testing.T, old, new string) (dir, file string) {
+	t.Helper()
+	block := "      headers: {X-Api-Key: k-1}\n" +
+		"      token_exchange:\n" +
+		"        token_url: https://sts.example.com/token\n" +
+		"        client_id: toolgate\n" +
+		"        client_secret_file: var/sts-secret\n" +
+		"        scope: [notes.read, notes.write]\n"
+	y := mcpConfig("      headers: {X-Api-Key: k-1}\n", block)
+	if !strings.Contains(y, old) {
+		t.Fatalf("fixture text not found: %q", old)
+	}
+	dir, file = fixture(t, strings.Replace(y, old, new, 1))
+	if err := os.MkdirAll(filepath.Join(dir, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "var", "sts-secret"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+func TestMCPTokenExchangeLoadsWithDefaults(t *testing.T) {
+	dir, file := exchangeConfig(t, "", "")
+	cfg, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := cfg.Tools.MCP[0].TokenExchange
+	if te == nil || te.TokenURL != "https://sts.example.com/token" || te.ClientID != "toolgate" ||
+		te.ClientSecretFile != filepath.Join(dir, "var", "sts-secret") ||
+		te.Audience != "http://127.0.0.1:8082/mcp" || te.Resource != "http://127.0.0.1:8082/mcp" ||
+		te.RequestedTokenType != TokenTypeAccessToken || strings.Join(te.Scope, " ") != "notes.read notes.write" {
+		t.Fatalf("token_exchange = %+v", te)
+	}
+	if cfg.Tools.MCP[1].TokenExchange != nil {
+		t.Fatal("the stdio upstream got a token exchange")
+	}
+
+	// Explicit values stay; an STS on loopback may use http (tests).
+	_, file = exchangeConfig(t, "        scope: [notes.read, notes.write]\n",
+		"        audience: urn:example:notes\n        resource: https://notes.example.com/mcp\n"+
+			"        requested_token_type: urn:ietf:params:oauth:token-type:jwt\n")
+	y, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(y), "https://sts.example.com/token", "http://127.0.0.1:9/token", 1)), 0o600)
+	cfg, err = Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te = cfg.Tools.MCP[0].TokenExchange
+	if te.Audience != "urn:example:notes" || te.Resource != "https://notes.example.com/mcp" || te.RequestedTokenType != TokenTypeJWT || te.Scope != nil {
+		t.Fatalf("token_exchange = %+v", te)
+	}
+}
+
+func TestMCPTokenExchangeErrorsNameTheKey(t *testing.T) {
+	const k = "tools.mcp[0].token_exchange"
+	tests := []struct{ name, old, new, key, problem string }{
+		{"on a stdio upstream", "      pin: false\n", "      pin: false\n      token_exchange: {token_url: https://sts.example.com/token}\n",
+			"tools.mcp[1].token_exchange", "only for url"},
+		{"authorization header too", "X-Api-Key: k-1", "Authorization: Bearer k-1", "tools.mcp[0].headers.Authorization", "together with token_exchange"},
+		{"authorization header in another case", "X-Api-Key: k-1", "authorization: Bearer k-1", "tools.mcp[0].headers.authorization", "together with token_exchange"},
+		{"no token url", "        token_url: https://sts.example.com/token\n", "", k + ".token_url", "required"},
+		{"relative token url", "https://sts.example.com/token", "/token", k + ".token_url", "absolute https URL"},
+		{"token url not http", "https://sts.example.com/token", "ftp://sts.example.com/token", k + ".token_url", "absolute https URL"},
+		{"plain http elsewhere", "https://sts.example.com/token", "http://sts.example.com/token", k + ".token_url", "must use https"},
+		{"credentials in token url", "https://sts.example.com/token", "https://u:p@sts.example.com/token", k + ".token_url", "credentials"},
+		{"fragment in token url", "https://sts.example.com/token", "https://sts.example.com/token#x", k + ".token_url", "fragment"},
+		{"no client id", "        client_id: toolgate\n", "", k + ".client_id", "required"},
+		{"client id with a control character", "client_id: toolgate", `client_id: "tool\tgate"`, k + ".client_id", "printable"},
+		{"no client secret file", "        client_secret_file: var/sts-secret\n", "", k + ".client_secret_file", "required"},
+		{"missing client secret file", "var/sts-secret", "var/nope", k + ".client_secret_file", "no such file"},
+		{"client secret file is a folder", "var/sts-secret", "policies", k + ".client_secret_file", "not a regular file"},
+		{"inline client secret", "        client_secret_file: var/sts-secret\n", "        client_secret: s3cret\n", k + ".client_secret", "unknown key"},
+		{"audience not a URI", "        client_id: toolgate\n", "        client_id: toolgate\n        audience: notes\n", k + ".audience", "absolute URI"},
+		{"audience javascript", "        client_id: toolgate\n", "        client_id: toolgate\n        audience: \"javascript:alert(1)\"\n", k + ".audience", "must not use"},
+		{"resource with a fragment", "        client_id: toolgate\n", "        client_id: toolgate\n        resource: https://notes.example.com/mcp#a\n", k + ".resource", "fragment"},
+		{"resource with a space", "        client_id: toolgate\n", "        client_id: toolgate\n        resource: \"https://notes.example.com/a b\"\n", k + ".resource", "absolute URI"},
+		{"scope with a space", "[notes.read, notes.write]", "[\"notes.read notes.write\"]", k + ".scope[0]", "invalid scope"},
+		{"empty scope", "[notes.read, notes.write]", "[notes.read, \"\"]", k + ".scope[1]", "invalid scope"},
+		{"token type not a URI", "        client_id: toolgate\n", "        client_id: toolgate\n        requested_token_type: access_token\n", k + ".requested_token_type", "absolute URI"},
+		{"not a mapping", "      token_exchange:\n", "      token_exchange: yes\n      x:\n", k, "expected a mapping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, file := exchangeConfig(t, tt.old, tt.new)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			for _, e := range configErrors(t, err) {
+				if e.Key == tt.key && strings.Contains(e.Problem, tt.problem) {
+					return
+				}
+			}
+			t.Fatalf("no error for %s containing %q in:\n%v", tt.key, tt.problem, err)
+		})
+	}
+}
+
+func TestMCPTokenExchangeEmptySecretFileIsAnError(t *testing.T) {
+	dir, file := exchangeConfig(t, "", "")
+	if err := os.WriteFile(filepath.Join(dir, "var", "sts-secret"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file)
+	if err == nil || !strings.Contains(err.Error(), "tools.mcp[0].token_exchange.client_secret_file") || !strings.Contains(err.Error(), "is empty") {
+		t.Fatalf("error = %v", err)
+	}
+	// The secret never appears in an error.
+	os.WriteFile(filepath.Join(dir, "var", "sts-secret"), []byte("s3cret"), 0o600)
+	y, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(y), "client_id: toolgate", "client_id: \"\"", 1)), 0o600)
+	if _, err := Load(file); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error = %v", err)
 	}
 }

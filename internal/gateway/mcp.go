@@ -182,6 +182,17 @@ func (g *Gateway) newMCPUpstream(c config.MCPUpstream, lock *mcptool.Lock, signe
 			return pins[ns]
 		}
 	}
+	if te := c.TokenExchange; te != nil {
+		// Read at start, never logged: a rotated secret takes a restart.
+		secret, err := readClientSecret(te.ClientSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("token_exchange.client_secret_file: %w", err)
+		}
+		o.TokenExchange = &mcptool.TokenExchange{
+			TokenURL: te.TokenURL, ClientID: te.ClientID, ClientSecret: secret,
+			Audience: te.Audience, Resource: te.Resource, Scope: te.Scope, RequestedTokenType: te.RequestedTokenType,
+		}
+	}
 	if c.Tools != nil {
 		o.Allow = map[string]bool{}
 		for _, t := range c.Tools {
@@ -210,6 +221,26 @@ func (g *Gateway) newMCPUpstream(c config.MCPUpstream, lock *mcptool.Lock, signe
 		o.Confine = func(cmd *exec.Cmd) (func(), error) { return g.confineMCP(cmd, dir, prog, c.Network) }
 	}
 	return mcptool.New(o)
+}
+
+// readClientSecret reads a client secret file: its content without the
+// trailing line break, which must be left and hold no control character
+// (it travels in a form body).
+func readClientSecret(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	secret := strings.TrimRight(string(b), "\r\n")
+	if secret == "" {
+		return "", fmt.Errorf("%s is empty", file)
+	}
+	for _, r := range secret {
+		if r < ' ' || r == 0x7f {
+			return "", fmt.Errorf("%s holds a control character", file)
+		}
+	}
+	return secret, nil
 }
 
 // confineMCP starts a stdio MCP server in the command jail: its own empty

@@ -65,12 +65,13 @@ type mcpRequest struct {
 // testMCP is a real MCP server (the Go SDK's) over streamable HTTP on
 // loopback, with tools a test can change while it runs.
 type testMCP struct {
-	down   atomic.Bool // every request answers 503
-	srv    *mcp.Server
-	http   *httptest.Server
-	mu     sync.Mutex
-	reqs   []mcpRequest
-	called map[string]int
+	down    atomic.Bool  // every request answers 503
+	listens atomic.Int64 // notification streams opened (GET)
+	srv     *mcp.Server
+	http    *httptest.Server
+	mu      sync.Mutex
+	reqs    []mcpRequest
+	called  map[string]int
 }
 
 const searchSchema = `{"type":"object","additionalProperties":false,"required":["query"],"properties":{"query":{"type":"string","minLength":1,"maxLength":100},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}}}`
@@ -164,6 +165,9 @@ func (m *testMCP) serve(t testing.TB) string {
 		if r.Header.Get(upstream.AssertionHeader) == "" || r.Header.Get("Authorization") != "" {
 			http.Error(w, "no assertion", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodGet {
+			m.listens.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))

@@ -15,13 +15,19 @@
 // offered; Refresh re-lists the tools and withholds a tool whose
 // definition drifted (the gateway then answers "tool unavailable") until it
 // matches its pin again. Every drift is reported once per digest through
-// Options.OnDrift.
+// Options.OnDrift. Run refreshes every interval and, debounced, whenever
+// the upstream sends notifications/tools/list_changed (over streamable
+// HTTP heard on a session of its own, see Upstream.Run).
 //
 // Calls: Prepare applies the schema's top-level defaults and builds the
 // typed resources (a "service" resource for the tool plus the configured
 // mapping); Run forwards exactly the prepared arguments with tools/call.
 // Over streamable HTTP every request carries a signed Toolgate-Assertion
-// (never the caller's credential). Results map like HTTP upstream tools:
+// (never the caller's credential) and, with a TokenExchange, the access
+// token an RFC 8693 exchange of that assertion gives (oauthex.ExchangeToken),
+// cached per tenant, principal and roles; each of those subjects then calls
+// over an MCP session of its own, since servers bind a session to the user
+// of its token. No token, nothing sent. Results map like HTTP upstream tools:
 // text content is the result; isError results are model-facing errors
 // (text capped at MaxToolErrorBytes); everything else — protocol errors, a
 // result larger than the response limit, a timeout — is "the tool failed".

@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -129,7 +130,7 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 		CallID: env.CallID, SessionID: env.SessionID, RequestDigest: env.RequestDigest, ArgsDigest: a.digest,
 	}
 	ctx = context.WithValue(ctx, callKey{}, claims)
-	s, err := t.u.session(ctx)
+	s, done, err := t.u.callSession(ctx, claims)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("mcp %s: %w", t.spec.Name, err)
 	}
@@ -143,12 +144,10 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 		params.Meta = mcp.Meta{MetaAssertion: tok}
 	}
 	res, err := s.CallTool(ctx, params)
+	// A broken connection (or an oversized response) is not reused; a
+	// request the transport refused to send (no token) broke nothing.
+	done(err != nil && ctx.Err() == nil && !errors.Is(err, ErrTokenExchange))
 	if err != nil {
-		if ctx.Err() == nil {
-			// A broken connection (or an oversized response) is not
-			// reused.
-			t.u.drop(s)
-		}
 		return tools.Result{}, fmt.Errorf("mcp %s: tools/call: %w", t.spec.Name, err)
 	}
 	return t.result(res)

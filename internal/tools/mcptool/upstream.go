@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,10 @@ type Options struct {
 	// Resources maps an upstream tool name to its resource declarations.
 	Resources map[string][]map[string]string
 	Signer    Signer
+	// TokenExchange, when set (URL only), sends the upstream the token an
+	// RFC 8693 exchange of each request's assertion gives (see
+	// TokenExchange), cached per tenant, principal and roles.
+	TokenExchange *TokenExchange
 	// OnDrift is told of every definition that is not offered because it
 	// differs from its pin, has none, or vanished; once per tool and
 	// current digest.
@@ -100,13 +105,20 @@ type Drift struct {
 type Upstream struct {
 	o     Options
 	sem   chan struct{}
+	tr    http.RoundTripper // the HTTP connections (URL only)
 	hc    *http.Client
+	exch  *exchanger       // nil without a token exchange
 	tools map[string]*Tool // by upstream tool name: the ones offered at start
+	// changed is signalled (never blocking) when the upstream says its
+	// tool list changed; Run refreshes, at most once a gap.
+	changed chan struct{}
+	gap     time.Duration
 
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
 	proc     *process
-	reported map[string]string // tool -> digest last reported as drift
+	subs     map[subject]*subjectSession // with a token exchange: calls' sessions
+	reported map[string]string           // tool -> digest last reported as drift
 	// reports and suppressed count the drifts of the current listing.
 	reports, suppressed int
 	closed              bool
@@ -126,10 +138,21 @@ func New(o Options) (*Upstream, error) {
 	if o.Timeout <= 0 || o.MaxConcurrent <= 0 || o.MaxResponseBytes <= 0 {
 		return nil, fmt.Errorf("mcp upstream %s: timeout, concurrency and response limit must be positive", o.Namespace)
 	}
+	if o.TokenExchange != nil && o.URL == "" {
+		return nil, fmt.Errorf("mcp upstream %s: token exchange needs a url upstream", o.Namespace)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	u := &Upstream{o: o, sem: make(chan struct{}, o.MaxConcurrent), tools: map[string]*Tool{}, reported: map[string]string{}}
+	u := &Upstream{o: o, sem: make(chan struct{}, o.MaxConcurrent), tools: map[string]*Tool{}, reported: map[string]string{},
+		changed: make(chan struct{}, 1), gap: ListChangedGap, subs: map[subject]*subjectSession{}}
+	if o.TokenExchange != nil {
+		x, err := newExchanger(*o.TokenExchange, o.Namespace, o.Timeout, o.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("mcp upstream %s: %w", o.Namespace, err)
+		}
+		u.exch = x
+	}
 	if o.URL != "" {
 		tr := &http.Transport{
 			Proxy:                  nil, // the configured endpoint is the peer
@@ -140,13 +163,21 @@ func New(o Options) (*Upstream, error) {
 			TLSHandshakeTimeout:    o.Timeout,
 			MaxResponseHeaderBytes: 64 << 10,
 		}
-		u.hc = &http.Client{
-			Transport: &assertingTransport{u: u, next: tr},
-			// The configured URL is the only target.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		u.tr = tr
+		u.hc = u.httpClient(nil)
 	}
 	return u, nil
+}
+
+// httpClient is a client through the upstream's connections that adds
+// the headers, assertion and token of every request (assertingTransport);
+// streamEnded, when set, is told when a notification stream ends.
+func (u *Upstream) httpClient(streamEnded func()) *http.Client {
+	return &http.Client{
+		Transport: &assertingTransport{u: u, next: u.tr, streamEnded: streamEnded},
+		// The configured URL is the only target.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Namespace is the upstream's configured name.
@@ -155,37 +186,94 @@ func (u *Upstream) Namespace() string { return u.o.Namespace }
 // callKey carries the assertion claims of one call to the transport.
 type callKey struct{}
 
-// assertingTransport adds the configured headers and a fresh assertion to
-// every request, and bounds every response body. Nothing of the caller's
-// request reaches it: the only Authorization an upstream can see is one
-// the operator configured in headers (the upstream's own credential).
+// assertingTransport adds the configured headers, a fresh assertion and
+// (with a token exchange) the upstream token to every request, and bounds
+// every response body. Nothing of the caller's request reaches it: the
+// only Authorization an upstream can see is one the operator configured in
+// headers (the upstream's own credential) or the exchanged token.
 type assertingTransport struct {
 	u    *Upstream
 	next http.RoundTripper
+	// streamEnded, when set, is called once a notification stream's body
+	// ends (see Upstream.watch).
+	streamEnded func()
 }
 
 func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	fail := func(err error) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	stream := notificationStream(r) // as the SDK asked, before the operator's headers
 	r = r.Clone(r.Context())
 	for k, v := range t.u.o.Headers {
 		r.Header.Set(k, v)
 	}
 	// Requests outside a call (initialize, tools/list, notifications)
 	// assert the gateway itself: empty sub, tenant and call_id.
-	claims := assertion.Claims{Audience: t.u.o.Namespace}
+	claims, gateway := assertion.Claims{Audience: t.u.o.Namespace}, true
 	if c, ok := r.Context().Value(callKey{}).(*assertion.Claims); ok {
-		claims = *c
+		claims, gateway = *c, false
 	}
 	tok, err := t.u.o.Signer.Sign(claims)
 	if err != nil {
-		return nil, fmt.Errorf("signing the assertion: %w", err)
+		return fail(fmt.Errorf("signing the assertion: %w", err))
 	}
 	r.Header.Set(assertion.Header, tok)
+	if t.u.exch != nil {
+		// The assertion just signed is the subject token: the STS sees
+		// exactly what the upstream sees. Without a token nothing is sent.
+		access, err := t.u.exch.token(r.Context(), subjectOf(claims, gateway), tok)
+		if err != nil {
+			return fail(err)
+		}
+		r.Header.Set("Authorization", "Bearer "+access)
+	}
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
+	if stream {
+		// A stream of notifications lives as long as the session: each
+		// event is bounded (MaxEventSize), the stream is not.
+		// Only a stream that opened can end; a refusal (405, an error)
+		// leaves nothing to hear.
+		if t.streamEnded != nil && resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &endNotifier{ReadCloser: resp.Body, ended: t.streamEnded}
+		}
+		return resp, nil
+	}
 	resp.Body = &capped{r: resp.Body, left: t.u.o.MaxResponseBytes + responseSlack}
 	return resp, nil
+}
+
+// notificationStream reports whether r opens a stream of server
+// notifications: the standalone SSE stream of protocol versions before
+// 2026-07-28 (GET) or a subscriptions/listen request.
+func notificationStream(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+}
+
+// endNotifier calls ended once its body fails, ends or is closed.
+type endNotifier struct {
+	io.ReadCloser
+	ended func()
+	once  sync.Once
+}
+
+func (b *endNotifier) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.ended)
+	}
+	return n, err
+}
+
+func (b *endNotifier) Close() error {
+	b.once.Do(b.ended)
+	return b.ReadCloser.Close()
 }
 
 // errTooLarge: a response over the limit.
@@ -222,14 +310,9 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return u.sess, nil
 	}
 	var tr mcp.Transport
+	var opts *mcp.ClientOptions
 	if u.o.URL != "" {
-		tr = &mcp.StreamableClientTransport{
-			Endpoint: u.o.URL, HTTPClient: u.hc, MaxRetries: -1,
-			// Every response answers one request, so each is bounded;
-			// tools/list is polled (refresh_interval).
-			DisableStandaloneSSE: true,
-			MaxEventSize:         int(u.o.MaxResponseBytes + responseSlack),
-		}
+		tr = u.callTransport()
 	} else {
 		p, err := startProcess(u.o)
 		if err != nil {
@@ -237,10 +320,17 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		u.proc = p
 		tr = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: int(u.o.MaxResponseBytes + responseSlack)}
+		// One process, one pipe: its notifications come on it.
+		opts = &mcp.ClientOptions{ToolListChangedHandler: u.listChanged}
 	}
-	cctx, cancel := context.WithTimeout(ctx, u.o.Timeout)
+	// The session is the gateway's, not the caller's who happens to open
+	// it: its requests outside a call (initialize, a session's DELETE)
+	// must not carry that call's assertion or token, so the context keeps
+	// none of ctx's values, only its cancellation.
+	cctx, cancel := context.WithTimeout(context.Background(), u.o.Timeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, nil)
+	defer context.AfterFunc(ctx, cancel)()
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, opts)
 	s, err := client.Connect(cctx, tr, nil)
 	if err != nil {
 		if u.proc != nil {
@@ -251,6 +341,18 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	u.sess = s
 	return s, nil
+}
+
+// callTransport is a streamable HTTP transport for requests and their
+// answers only: every response answers one request, so each is bounded;
+// notifications come over a session of their own (watch), whose end
+// cannot break this one.
+func (u *Upstream) callTransport() *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{
+		Endpoint: u.o.URL, HTTPClient: u.hc, MaxRetries: -1,
+		DisableStandaloneSSE: true,
+		MaxEventSize:         int(u.o.MaxResponseBytes + responseSlack),
+	}
 }
 
 // drop closes a session that failed, so that the next use reconnects.
@@ -268,18 +370,31 @@ func (u *Upstream) drop(s *mcp.ClientSession) {
 	}
 }
 
-// Close ends the session and stops a stdio server.
+// Close ends the sessions and stops a stdio server.
 func (u *Upstream) Close() error {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	u.closed = true
+	var open []*mcp.ClientSession
 	if u.sess != nil {
-		u.sess.Close()
+		open = append(open, u.sess)
 		u.sess = nil
 	}
-	if u.proc != nil {
-		u.proc.stop()
-		u.proc = nil
+	for k, ss := range u.subs {
+		open = append(open, ss.sess)
+		delete(u.subs, k)
+	}
+	proc := u.proc
+	u.proc = nil
+	u.mu.Unlock()
+	// Each close may wait for the upstream (a session's DELETE, bounded
+	// by the SDK): all at once.
+	var wg sync.WaitGroup
+	for _, s := range open {
+		wg.Go(func() { s.Close() })
+	}
+	wg.Wait()
+	if proc != nil {
+		proc.stop()
 	}
 	return nil
 }
@@ -569,20 +684,135 @@ func (u *Upstream) report(d Drift) {
 	}
 }
 
-// Run refreshes every interval until ctx ends.
+// ListChangedGap is the least time between two refreshes caused by
+// notifications/tools/list_changed: the first of a burst refreshes at
+// once, the rest of it are coalesced into one refresh after the gap.
+const ListChangedGap = time.Second
+
+// listChanged is the client's ToolListChangedHandler: it only signals Run
+// (it runs on the session's reading goroutine and must not block).
+func (u *Upstream) listChanged(context.Context, *mcp.ToolListChangedRequest) {
+	select {
+	case u.changed <- struct{}{}:
+	default: // a refresh is already due
+	}
+}
+
+// Run refreshes every interval, and soon after the upstream announces
+// that its tool list changed (notifications/tools/list_changed: at most
+// one refresh at a time, at most one per ListChangedGap), until ctx ends.
+// Over streamable HTTP it keeps a session of its own open to hear those
+// notifications (watch).
 func (u *Upstream) Run(ctx context.Context, interval time.Duration) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if u.o.URL != "" {
+		wg.Go(func() { u.watch(ctx) })
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last time.Time // the last refresh a notification caused
+	refresh := func() {
+		if err := u.Refresh(ctx); err != nil && ctx.Err() == nil {
+			u.o.Logger.Warn("mcp upstream refresh failed", "upstream", u.o.Namespace, "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := u.Refresh(ctx); err != nil && ctx.Err() == nil {
-				u.o.Logger.Warn("mcp upstream refresh failed", "upstream", u.o.Namespace, "err", err)
+			refresh()
+		case <-u.changed:
+			if wait := u.gap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
+			last = time.Now()
+			u.o.Logger.Debug("mcp upstream announced a changed tool list; refreshing", "upstream", u.o.Namespace)
+			refresh()
 		}
 	}
+}
+
+// Backoff of the notification session.
+const (
+	watchMinBackoff = time.Second
+	watchMaxBackoff = time.Minute
+)
+
+// watch keeps a session open to the HTTP upstream that only listens for
+// notifications/tools/list_changed (the standalone SSE stream before
+// protocol 2026-07-28, subscriptions/listen since), as the gateway itself.
+// Once it listens it refreshes, since a change may have gone unheard
+// before; when the stream ends it reconnects with backoff. An upstream
+// that does not announce list changes is not watched (polling alone finds
+// its drift).
+func (u *Upstream) watch(ctx context.Context) {
+	backoff := watchMinBackoff
+	for {
+		start := time.Now()
+		if !u.watchOnce(ctx) || ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > watchMaxBackoff {
+			backoff = watchMinBackoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, watchMaxBackoff)
+	}
+}
+
+// watchOnce runs one notification session until its stream ends or ctx
+// does; keep is false when the upstream does not announce list changes.
+func (u *Upstream) watchOnce(ctx context.Context) (keep bool) {
+	u.mu.Lock()
+	closed := u.closed
+	u.mu.Unlock()
+	if closed {
+		return false
+	}
+	ended := make(chan struct{})
+	var once sync.Once
+	tr := &mcp.StreamableClientTransport{
+		Endpoint: u.o.URL, MaxRetries: -1,
+		HTTPClient:   u.httpClient(func() { once.Do(func() { close(ended) }) }),
+		MaxEventSize: int(u.o.MaxResponseBytes + responseSlack),
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: u.listChanged})
+	// As the gateway itself: the connection keeps none of ctx's values.
+	cctx, cancel := context.WithTimeout(context.Background(), u.o.Timeout)
+	stop := context.AfterFunc(ctx, cancel)
+	s, err := client.Connect(cctx, tr, nil)
+	stop()
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			u.o.Logger.Warn("mcp upstream: cannot open the session that listens for tool list changes", "upstream", u.o.Namespace, "err", err)
+		}
+		return true
+	}
+	defer s.Close()
+	if caps := s.InitializeResult().Capabilities; caps == nil || caps.Tools == nil || !caps.Tools.ListChanged {
+		u.o.Logger.Info("mcp upstream does not announce tool list changes; drift is found by polling", "upstream", u.o.Namespace)
+		return false
+	}
+	u.listChanged(ctx, nil)
+	closedByPeer := make(chan struct{})
+	go func() { s.Wait(); close(closedByPeer) }()
+	select {
+	case <-ctx.Done():
+	case <-ended:
+	case <-closedByPeer:
+	}
+	return true
 }
 
 // withheldState is a tool's current reason not to be offered.

@@ -1,9 +1,11 @@
 package mcptool
 
 import (
+	"bytes"
 	"context"
 	encjson "encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/assertion"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 type signer struct{}
@@ -71,5 +74,58 @@ func TestOfferPinnedTrustsOnlyDefinitionsThatHashToTheirPin(t *testing.T) {
 	ts := u.OfferPinned(pins, "not answered yet")
 	if len(ts) != 1 || ts[0].Spec().Name != "x-good" || ts[0].WithheldReason() != "not answered yet" {
 		t.Fatalf("offered %d tools", len(ts))
+	}
+}
+
+// A session a call opens is still the gateway's: its initialize asserts
+// the gateway (aud the namespace), never the call that happened to open
+// it; the call itself asserts the call.
+func TestASessionOpenedByACallAssertsTheGateway(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "t", Description: "d", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	seen := map[string]string{} // JSON-RPC method -> assertion
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct{ Method string }
+			encjson.Unmarshal(body, &m)
+			mu.Lock()
+			seen[m.Method] = r.Header.Get(assertion.Header)
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	u, err := New(Options{Namespace: "x", URL: hs.URL, Timeout: 5 * time.Second, MaxConcurrent: 1, MaxResponseBytes: 1 << 20, Signer: signer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	ts, err := u.Discover(context.Background())
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("discover: %d tools, %v", len(ts), err)
+	}
+	u.drop(u.sess) // the next call opens a new session
+	mu.Lock()
+	clear(seen)
+	mu.Unlock()
+	env := &tools.Env{Tenant: "acme", Principal: "alice", CallID: "c-1"}
+	plan, err := ts[0].Prepare(context.Background(), env, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ts[0].Run(context.Background(), env, plan.Artifact, tools.Limits{}); err != nil || res.Content != "ok" {
+		t.Fatalf("run: %q %v", res.Content, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["initialize"] != "a.x.s" || seen["tools/call"] != "a.x-t.s" {
+		t.Fatalf("assertions by method: %v", seen)
 	}
 }
