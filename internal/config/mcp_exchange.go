@@ -77,20 +77,6 @@ func (v *validator) absoluteURI(key, raw string, noFragment bool) {
 	}
 }
 
-// scopeToken reports whether s is one RFC 6749 §3.3 scope-token.
-func scopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
 // printableASCII reports whether s holds only printable ASCII (space
 // included).
 func printableASCII(s string) bool {
