@@ -67,6 +67,12 @@ type Options struct {
 	Now          func() time.Time
 	// Version is shown in the footer.
 	Version string
+	// FailClosed, when set, reads the gateway's own count of calls failed
+	// closed since it started, by cause (toolgate_fail_closed_total): the
+	// overview shows it to auditors, labelled as this process's count for
+	// all tenants, since such calls write no audit event to count per
+	// tenant.
+	FailClosed func() map[string]float64
 }
 
 // Server is the console.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -49,6 +50,16 @@ type overviewData struct {
 
 	Stats        *overviewStats
 	StatsProblem string
+	// FailClosed is the process's toolgate_fail_closed_total by cause
+	// (all tenants); nil when not wired.
+	FailClosed      []causeCount
+	FailClosedTotal float64
+	FailClosedOn    bool
+}
+
+type causeCount struct {
+	Cause string
+	Count float64
 }
 
 type overviewStats struct {
@@ -148,6 +159,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			d.StatsProblem, status = e.Message, e.Kind.HTTPStatus()
 		} else {
 			d.Stats = st
+		}
+		if s.o.FailClosed != nil {
+			d.FailClosedOn = true
+			for cause, n := range s.o.FailClosed() {
+				d.FailClosed = append(d.FailClosed, causeCount{cause, n})
+				d.FailClosedTotal += n
+			}
+			slices.SortFunc(d.FailClosed, func(a, b causeCount) int { return strings.Compare(a.Cause, b.Cause) })
 		}
 	}
 	s.render(w, r, status, "overview", view{Title: "Overview", Active: "overview", Data: d})

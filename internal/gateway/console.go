@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"log/slog"
 	"os"
 	"strings"
@@ -14,9 +17,10 @@ import (
 
 // newConsole wires the web console from the configuration: the same
 // services and authenticator as the REST and MCP front doors.
-func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger) (*console.Server, error) {
+func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger, failClosed *prometheus.CounterVec) (*console.Server, error) {
 	o := console.Options{
-		Services: svc, Auth: authn, PublicURL: cfg.Console.PublicURL,
+		FailClosed: func() map[string]float64 { return countsByLabel(failClosed, "cause") },
+		Services:   svc, Auth: authn, PublicURL: cfg.Console.PublicURL,
 		SessionTTL: cfg.Console.SessionTTL, IdleTimeout: cfg.Console.IdleTimeout,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Logger: log.With("front_door", "console"),
 	}
@@ -42,4 +46,26 @@ func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authentica
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	return c, nil
+}
+
+// countsByLabel reads a counter vector's current values by one label.
+func countsByLabel(v *prometheus.CounterVec, label string) map[string]float64 {
+	out := map[string]float64{}
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		v.Collect(ch)
+		close(ch)
+	}()
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) != nil || pb.Counter == nil {
+			continue
+		}
+		for _, l := range pb.Label {
+			if l.GetName() == label {
+				out[l.GetValue()] += pb.Counter.GetValue()
+			}
+		}
+	}
+	return out
 }

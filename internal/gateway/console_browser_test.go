@@ -300,6 +300,32 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	c.clean()
 
+	// Policy: evaluate a would-be call in the playground — a secret the
+	// shipped pack refuses to a developer.
+	if st := c.open("/console/policy"); st != 200 {
+		t.Fatalf("policy: %d", st)
+	}
+	c.do("playground", chromedp.SetValue(chromedp.ID("eval-tool"), "read-file"),
+		chromedp.SetValue(chromedp.ID("eval-principal"), "alice"),
+		chromedp.SetValue(chromedp.ID("eval-roles"), "developer"),
+		chromedp.SetValue(chromedp.ID("eval-arguments"), `{"path":"secrets/db.env"}`))
+	if st := c.submit("#playground button[type=submit]"); st != 200 {
+		t.Fatalf("evaluate: %d", st)
+	}
+	if res, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.querySelector("#eval-result").dataset.result`)); err != nil || res != "denied" {
+		t.Errorf("playground result %q (%v), want denied", res, err)
+	}
+	c.screenshot("policy")
+	c.clean()
+
+	// The overview draws the tenant's calls as an SVG chart.
+	c.open("/console/")
+	if n, err := chromedp.Run(c.ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg#calls-chart[role=img] rect").length`)); err != nil || n == 0 {
+		t.Errorf("overview chart: %d bars (%v)", n, err)
+	}
+	c.screenshot("overview-data")
+	c.clean()
+
 	// A forged cross-site form post (another site's page with a form
 	// aimed at the console) changes nothing: the browser marks it
 	// cross-site and sends no session cookie.
@@ -357,7 +383,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Phone width: every page fits without sideways scrolling.
 	c.do("phone", chromedp.EmulateViewport(390, 844))
-	for _, p := range []string{"/console/", "/console/audit", "/console/approvals"} {
+	for _, p := range []string{"/console/", "/console/audit", "/console/approvals", "/console/policy"} {
 		if st := c.open(p); st != 200 {
 			t.Fatalf("%s at phone width: %d", p, st)
 		}

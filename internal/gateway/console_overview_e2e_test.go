@@ -51,6 +51,10 @@ func TestConsoleOverviewCountsTheTenantsDecisions(t *testing.T) {
 		wantByID(t, p, "count-"+outcome, want)
 	}
 	wantByID(t, p, "count-events", "9")
+	wantByID(t, p, "rate-limited", "1")
+	// Calls failed closed write no audit event: the process's own count
+	// (all tenants) is shown, and none failed closed here.
+	wantByID(t, p, "failed-closed-total", "0")
 	wantByID(t, p, "count-pending-approvals", "1")
 	if strings.Contains(p.body, `id="count-other"`) || strings.Contains(p.body, `id="truncated"`) {
 		t.Error("the overview shows other outcomes or a cut-off that do not exist")

@@ -259,7 +259,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	var consoleHandler http.Handler
 	if cfg.Console.On() {
 		var c *console.Server
-		if c, err = newConsole(cfg, g.services, authn, log); err != nil {
+		if c, err = newConsole(cfg, g.services, authn, log, m.FailClosed); err != nil {
 			return nil, err
 		}
 		g.console = c
