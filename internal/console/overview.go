@@ -5,8 +5,8 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
