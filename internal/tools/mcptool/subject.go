@@ -71,7 +71,7 @@ func (u *Upstream) callSession(ctx context.Context, claims *assertion.Claims) (*
 	cctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callKey{}, own), u.o.Timeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, nil)
+	client := newClient(nil)
 	s, err := client.Connect(cctx, u.callTransport(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mcp upstream %s: connecting: %w", u.o.Namespace, err)

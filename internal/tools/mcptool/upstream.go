@@ -330,7 +330,7 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(context.Background(), u.o.Timeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, opts)
+	client := newClient(opts)
 	s, err := client.Connect(cctx, tr, nil)
 	if err != nil {
 		if u.proc != nil {
@@ -786,7 +786,7 @@ func (u *Upstream) watchOnce(ctx context.Context) (keep bool) {
 		HTTPClient:   u.httpClient(func() { once.Do(func() { close(ended) }) }),
 		MaxEventSize: int(u.o.MaxResponseBytes + responseSlack),
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: u.listChanged})
+	client := newClient(&mcp.ClientOptions{ToolListChangedHandler: u.listChanged})
 	// As the gateway itself: the connection keeps none of ctx's values.
 	cctx, cancel := context.WithTimeout(context.Background(), u.o.Timeout)
 	stop := context.AfterFunc(ctx, cancel)
