@@ -141,30 +141,50 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 // exactly as POST /v1/questions/{id}/answer: any signed-in user may try;
 // the service decides whether this principal may answer this question.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
-	approver := identity(r).HasRole(RoleApprover)
+	// Approvers answer on the approvals page, everyone else on the
+	// questions page: back to the page the form was on.
+	back, page := Prefix+"/questions", s.renderQuestions
+	if identity(r).HasRole(RoleApprover) {
+		back, page = Prefix+"/approvals", s.renderApprovals
+	}
 	text, ok := formText(r, "answer")
 	if !ok || text == "" || len(text) > maxAnswer {
-		msg := fmt.Sprintf("Not answered: an answer is 1 to %d bytes of text; choose or write one. Nothing was changed.", maxAnswer)
-		if approver {
-			s.renderApprovals(w, r, http.StatusBadRequest, "", msg)
-		} else {
-			s.fail(w, r, http.StatusBadRequest, msg)
-		}
+		page(w, r, http.StatusBadRequest, "", fmt.Sprintf("Not answered: an answer is 1 to %d bytes of text; choose or write one. Nothing was changed.", maxAnswer))
 		return
 	}
 	_, err := s.o.Services.Approvals.Answer(r.Context(), service.AnswerStep{Identity: identity(r), ID: chi.URLParam(r, "id"), Answer: text})
-	switch {
-	case err != nil && approver:
-		s.stepFailed(w, r, "Not answered", err)
-	case err != nil:
-		s.failService(w, r, err)
-	case approver:
-		http.Redirect(w, r, Prefix+"/approvals?done=answered", http.StatusSeeOther)
-	default:
-		// Without the approver role there is no approvals page to return
-		// to: say so here.
-		s.render(w, r, http.StatusOK, "error", view{Title: "Answer recorded", Notice: approvalsDone["answered"]})
+	if err != nil {
+		e := service.As(err)
+		switch e.Kind {
+		case service.KindInvalid, service.KindForbidden, service.KindNotFound, service.KindConflict:
+			page(w, r, e.Kind.HTTPStatus(), "", fmt.Sprintf("Not answered: %s. Nothing was changed.", strings.TrimSuffix(e.Message, ".")))
+		default:
+			s.failService(w, r, err)
+		}
+		return
 	}
+	http.Redirect(w, r, back+"?done=answered", http.StatusSeeOther)
+}
+
+// questionsPage lists the questions the viewer may answer (its own, and
+// others' when policy lets it answer for them), for anyone signed in.
+func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
+	s.renderQuestions(w, r, http.StatusOK, approvalsDone[r.URL.Query().Get("done")], "")
+}
+
+func (s *Server) renderQuestions(w http.ResponseWriter, r *http.Request, status int, notice, problem string) {
+	ctx, id := r.Context(), identity(r)
+	questions, err := s.o.Services.Approvals.Questions(ctx, id, service.QuestionFilter{Limit: questionsShown})
+	if err != nil {
+		s.failService(w, r, err)
+		return
+	}
+	now := s.o.Now()
+	v := approvalsView{Auditor: id.HasRole(RoleAuditor), MaxComment: maxComment, MaxAnswer: maxAnswer}
+	for _, q := range questions {
+		v.Questions = append(v.Questions, pendingQuestion{PendingQuestion: q, Left: until(now, q.ExpiresAt), Mine: q.Principal == id.Principal})
+	}
+	s.render(w, r, status, "questions", view{Title: "Questions", Active: "questions", Notice: notice, Problem: problem, Data: v})
 }
 
 // stepFailed shows why a step did nothing: the approvals page again with

@@ -172,6 +172,7 @@ func (s *Server) Handler() http.Handler {
 		// Anyone signed in may answer a question; the Approvals service
 		// decides whether this principal may answer this one, as for
 		// POST /v1/questions/{id}/answer.
+		r.Get("/questions", s.questionsPage)
 		r.Post("/questions/{id}/answer", s.answer)
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(s, RolePolicyAdmin))

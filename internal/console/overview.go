@@ -40,9 +40,10 @@ var decisionOutcomes = []struct {
 }
 
 type overviewData struct {
-	Pages    []navItem // the pages the roles allow besides this one
-	Auditor  bool
-	Approver bool
+	Pages       []navItem // the pages the roles allow besides this one
+	Auditor     bool
+	Approver    bool
+	PolicyAdmin bool
 
 	Pending        int
 	PendingMore    bool // at least Pending; the list was cut
@@ -136,7 +137,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, id := r.Context(), identity(r)
-	d := &overviewData{Auditor: id.HasRole(RoleAuditor), Approver: id.HasRole(RoleApprover)}
+	d := &overviewData{Auditor: id.HasRole(RoleAuditor), Approver: id.HasRole(RoleApprover), PolicyAdmin: id.HasRole(RolePolicyAdmin)}
 	for _, item := range nav(r) {
 		if item.Key != "overview" {
 			d.Pages = append(d.Pages, item)

@@ -14,12 +14,12 @@ import (
 
 // pageNames are the templates under templates/ that render a whole page
 // inside layout.html.
-var pageNames = []string{"error", "login", "overview", "audit", "event", "approvals", "policy"}
+var pageNames = []string{"error", "login", "overview", "audit", "event", "approvals", "questions", "policy"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -101,6 +101,10 @@ func nav(r *http.Request) []navItem {
 	}
 	if id.HasRole(RoleApprover) {
 		items = append(items, navItem{"approvals", "Approvals", Prefix + "/approvals"})
+	} else {
+		// Approvers answer questions on the approvals page; everyone else
+		// (an agent's user answering its ask-user questions) here.
+		items = append(items, navItem{"questions", "Questions", Prefix + "/questions"})
 	}
 	if id.HasRole(RolePolicyAdmin) {
 		items = append(items, navItem{"policy", "Policy", Prefix + "/policy"})

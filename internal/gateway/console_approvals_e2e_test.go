@@ -425,3 +425,44 @@ func TestConsoleApprovalStepsNeedTheFormsToken(t *testing.T) {
 		t.Fatalf("%d approval events after forged steps", n)
 	}
 }
+
+// The asker of an ask-user question — an agent's user, without any
+// console role — finds it on the questions page and answers it there;
+// someone else of the tenant neither sees it nor can answer it.
+func TestConsoleAskerAnswersOnTheQuestionsPage(t *testing.T) {
+	h := start(t, withAskUser)
+	alice := h.token("acme", "alice", "developer")
+	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)
+
+	other := h.browser()
+	home := other.signIn(h.token("acme", "dana", "developer"))
+	if !strings.Contains(home.body, `href="/console/questions"`) || strings.Contains(home.body, `href="/console/approvals"`) {
+		t.Fatal("a developer's navigation should offer questions, not approvals")
+	}
+	if p := other.get("/console/questions"); p.status != 200 || strings.Contains(p.body, qid) || !strings.Contains(p.body, `id="questions-empty"`) {
+		t.Fatalf("another developer sees alice's question: %d", p.status)
+	}
+	if p := other.form("/console/questions", "/console/questions/"+qid+"/answer", url.Values{"answer": {"yes"}}); p.status != http.StatusNotFound {
+		t.Fatalf("another developer answering: %d", p.status)
+	}
+
+	b := h.browser()
+	b.signIn(alice)
+	p := b.get("/console/questions")
+	assertConsoleHeaders(t, p)
+	if p.status != 200 || !strings.Contains(p.section(t, "questions"), `id="answer-`+qid+`"`) {
+		t.Fatalf("the asker's questions page: %d\n%s", p.status, p.body)
+	}
+	bad := b.form("/console/questions", "/console/questions/"+qid+"/answer", url.Values{"answer": {"maybe"}})
+	if bad.status != http.StatusBadRequest || bad.url.Path != "/console/questions/"+qid+"/answer" || !strings.Contains(bad.body, "Nothing was changed") {
+		t.Fatalf("an answer outside the options: %d", bad.status)
+	}
+	done := b.form("/console/questions", "/console/questions/"+qid+"/answer", url.Values{"answer": {"no"}})
+	if done.status != 200 || done.url.Path != "/console/questions" || !strings.Contains(done.body, "Answer recorded.") {
+		t.Fatalf("answer: %d at %s", done.status, done.url)
+	}
+	poll := h.do("GET", "/v1/calls/"+callID+"?wait=30s", alice, nil)
+	if poll.status != 200 || poll.str("outcome") != "ok" || poll.str("content") != "no" {
+		t.Fatalf("the call after the asker's answer: %d %s", poll.status, poll.raw)
+	}
+}

@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
+	"sort"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate/internal/auth"
 )
@@ -242,5 +246,31 @@ func TestConsoleUnknownPagesAndStaticAssets(t *testing.T) {
 	}
 	if p := h.browser().get("/console"); p.url.Path != "/console/login" {
 		t.Fatalf("/console: %s", p.url)
+	}
+}
+
+// The console's routes are the README's ("Console"): stable, so
+// bookmarks and links from alerts keep working.
+func TestConsoleRoutesAreTheDocumentedOnes(t *testing.T) {
+	h := start(t)
+	var served []string
+	err := chi.Walk(h.g.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if route == "/console" || strings.HasPrefix(route, "/console/") {
+			served = append(served, method+" "+route)
+		}
+		return nil
+	})
+	must(t, err)
+	sort.Strings(served)
+	want := []string{
+		"GET /console/", "GET /console/approvals", "GET /console/audit", "GET /console/audit/export", "GET /console/audit/{id}",
+		"GET /console/login", "GET /console/oidc/callback", "GET /console/oidc/login", "GET /console/policy", "GET /console/questions",
+		"GET /console/static/*",
+		"POST /console/approvals/{id}/approve", "POST /console/approvals/{id}/deny", "POST /console/audit/verify",
+		"POST /console/login", "POST /console/logout", "POST /console/policy/eval", "POST /console/policy/replay",
+		"POST /console/questions/{id}/answer",
+	}
+	if fmt.Sprint(served) != fmt.Sprint(want) {
+		t.Fatalf("console routes:\n got %v\nwant %v", served, want)
 	}
 }

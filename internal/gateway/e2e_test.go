@@ -536,6 +536,11 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	h := start(t)
 	var served []string
 	err := chi.Walk(h.g.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if route == "/console" || strings.HasPrefix(route, "/console/") {
+			// The web console serves HTML pages and forms to browsers, not
+			// the JSON API: its routes are the README's ("Console").
+			return nil
+		}
 		served = append(served, method+" "+strings.TrimSuffix(route, "/"))
 		return nil
 	})
