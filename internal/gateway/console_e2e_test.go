@@ -3,8 +3,8 @@ package gateway
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 	"time"
