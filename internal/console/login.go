@@ -106,6 +106,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusUnauthorized, "The token was not accepted.")
 		return
 	}
+	if old, _ := r.Cookie(s.cookieName(r)); old != nil {
+		s.sessions.end(old.Value) // a new sign-in replaces the browser's session, never adds to it
+	}
 	cookie, _ := s.sessions.open(token, "token", id, id.Expires)
 	s.setCookie(w, r, s.loginCookieName(r), "", -1)
 	s.setCookie(w, r, s.cookieName(r), cookie, 0)

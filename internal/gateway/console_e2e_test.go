@@ -107,6 +107,12 @@ func TestConsoleSignInWithATokenAndSessionCookie(t *testing.T) {
 		}
 	}
 
+	// A signed-in browser asking for the sign-in page goes on to where
+	// it was going.
+	if again := b.get("/console/login?next=/console/audit"); again.url.Path != "/console/audit" {
+		t.Fatalf("the sign-in page of a signed-in browser: %s", again.url)
+	}
+
 	// Sign out ends the session on the server.
 	out := b.form("/console/", "/console/logout", nil)
 	if out.url.Path != "/console/login" {
