@@ -58,3 +58,26 @@ type Question struct {
 	AnsweredAt string `json:"answered_at"`
 	ExpiresAt  string `json:"expires_at"`
 }
+
+// PendingQuestion is an ask-user question waiting for its answer, as
+// someone who may answer it sees it (GET /v1/questions): what was asked,
+// the options (none: any text answers it), who asked, in which call and
+// session, and until when. The request document never leaves the gateway.
+type PendingQuestion struct {
+	ID             string   `json:"id"`
+	CallID         string   `json:"call_id"`
+	SessionID      string   `json:"session_id"`
+	Tool           string   `json:"tool"`
+	Principal      string   `json:"principal"`
+	Text           string   `json:"text"`
+	Options        []string `json:"options"`
+	RequestDigest  string   `json:"request_digest"`
+	PolicyRevision string   `json:"policy_revision"`
+	CreatedAt      string   `json:"created_at"`
+	ExpiresAt      string   `json:"expires_at"`
+}
+
+// QuestionList is the answer of GET /v1/questions.
+type QuestionList struct {
+	Questions []PendingQuestion `json:"questions"`
+}

@@ -17,6 +17,38 @@ import (
 // maxAnswer bounds an answer (bytes), as the service does.
 const maxAnswer = service.MaxAnswerBytes
 
+// listQuestions answers GET /v1/questions?limit=: the pending ask-user
+// questions the caller may answer (its own, and others' of its tenant
+// when policy lets it answer for them), newest first.
+func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
+	f := service.QuestionFilter{Limit: service.ApprovalsDefaultLimit}
+	for k, vs := range r.URL.Query() {
+		if len(vs) > 1 {
+			writeError(w, badRequest("query parameter %s given more than once", strconv.Quote(k)))
+			return
+		}
+		if k != "limit" {
+			writeError(w, badRequest("unknown query parameter %s", strconv.Quote(truncate(k, 64))))
+			return
+		}
+		n, err := strconv.Atoi(vs[0])
+		if err != nil || n < 1 || n > service.ApprovalsMaxLimit {
+			writeError(w, badRequest("limit must be an integer from 1 to 1000"))
+			return
+		}
+		f.Limit = n
+	}
+	l, err := s.o.Approvals.Questions(r.Context(), identity(r), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if l == nil {
+		l = []service.PendingQuestion{}
+	}
+	writeJSON(w, http.StatusOK, apiv1.QuestionList{Questions: l})
+}
+
 // answerQuestion answers POST /v1/questions/{id}/answer {"answer": "..."}.
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	body, rerr := readBody(w, r, s.o.MaxBodyBytes)

@@ -183,6 +183,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/audit/export", s.exportEvents)
 		})
 		r.Get("/calls/{call_id}", s.callStatus)
+		r.Get("/questions", s.listQuestions)
 		r.Post("/questions/{id}/answer", s.answerQuestion)
 		r.Group(func(r chi.Router) {
 			r.Use(requireRole(RoleApprover))

@@ -195,3 +195,45 @@ func TestAnExpiredQuestionLooksMissing(t *testing.T) {
 	}
 	h.verify("acme")
 }
+
+// GET /v1/questions lists what the caller may answer: the asker its own
+// questions; a colleague without the answerer role nothing; one with it
+// the tenant's; another tenant nothing. Bad parameters are 400.
+func TestListQuestionsShowsWhatTheCallerMayAnswer(t *testing.T) {
+	h := start(t, withAskUser)
+	alice := h.token("acme", "alice", "developer")
+	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)
+
+	r := h.do("GET", "/v1/questions", alice, nil)
+	list, _ := r.body["questions"].([]any)
+	if r.status != 200 || len(list) != 1 {
+		t.Fatalf("the asker's questions: %d %s", r.status, r.raw)
+	}
+	q, _ := list[0].(map[string]any)
+	if q["id"] != qid || q["call_id"] != callID || q["text"] != "Deploy now?" || q["principal"] != "alice" || q["tool"] != "ask-user" {
+		t.Fatalf("the question: %v", q)
+	}
+	if _, leaked := q["input"]; leaked {
+		t.Fatal("the request document left the gateway")
+	}
+	for _, who := range []string{h.token("acme", "dana", "developer"), h.token("globex", "alice", "developer")} {
+		if r := h.do("GET", "/v1/questions", who, nil); r.status != 200 || len(r.body["questions"].([]any)) != 0 {
+			t.Fatalf("someone who may not answer sees questions: %d %s", r.status, r.raw)
+		}
+	}
+	if r := h.do("GET", "/v1/questions", h.token("acme", "support", "answerer"), nil); r.status != 200 || len(r.body["questions"].([]any)) != 1 {
+		t.Fatalf("an answerer's questions: %d %s", r.status, r.raw)
+	}
+	for _, q := range []string{"?limit=0", "?limit=1001", "?limit=x", "?limit=1&limit=2", "?status=pending"} {
+		if r := h.do("GET", "/v1/questions"+q, alice, nil); r.status != 400 || r.errCode() != "invalid_request" {
+			t.Errorf("GET /v1/questions%s: %d %s", q, r.status, r.raw)
+		}
+	}
+	if r := h.do("GET", "/v1/questions", "", nil); r.status != 401 {
+		t.Fatalf("unauthenticated: %d", r.status)
+	}
+	h.answer(alice, qid, "yes")
+	if r := h.do("GET", "/v1/questions", alice, nil); r.status != 200 || len(r.body["questions"].([]any)) != 0 {
+		t.Fatalf("an answered question is still listed: %s", r.raw)
+	}
+}

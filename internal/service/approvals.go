@@ -31,22 +31,8 @@ type QuestionFilter struct {
 }
 
 // PendingQuestion is an ask-user question waiting for its answer, as
-// someone who may answer it sees it: what was asked, the options (none:
-// any text answers it), who asked, in which call and session, and until
-// when. The request document never leaves the gateway.
-type PendingQuestion struct {
-	ID             string   `json:"id"`
-	CallID         string   `json:"call_id"`
-	SessionID      string   `json:"session_id"`
-	Tool           string   `json:"tool"`
-	Principal      string   `json:"principal"`
-	Text           string   `json:"text"`
-	Options        []string `json:"options"`
-	RequestDigest  string   `json:"request_digest"`
-	PolicyRevision string   `json:"policy_revision"`
-	CreatedAt      string   `json:"created_at"`
-	ExpiresAt      string   `json:"expires_at"`
-}
+// someone who may answer it sees it (the wire type of GET /v1/questions).
+type PendingQuestion = apiv1.PendingQuestion
 
 // The page size of Approvals.Approvals: the default and the most.
 const (

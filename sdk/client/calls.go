@@ -64,3 +64,21 @@ func (c *Client) Answer(ctx context.Context, questionID, answer string) (*Questi
 	}
 	return &out, nil
 }
+
+// PendingQuestion is an ask-user question waiting for its answer.
+type PendingQuestion = apiv1.PendingQuestion
+
+// Questions lists the pending ask-user questions the caller may answer
+// (its own, and others' when policy lets it answer for them), newest
+// first; limit 0 takes the gateway's default (100).
+func (c *Client) Questions(ctx context.Context, limit int) ([]PendingQuestion, error) {
+	v := url.Values{}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out apiv1.QuestionList
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/questions", query: v}, &out); err != nil {
+		return nil, err
+	}
+	return out.Questions, nil
+}

@@ -302,6 +302,12 @@ func TestSDKCoversThePlatformAPI(t *testing.T) {
 			t.Fatalf("%+v %v", asked, err)
 		}
 		qid := asked.Data["question_id"].(string)
+		if l, err := alice.Questions(ctx, 0); err != nil || len(l) != 1 || l[0].ID != qid || l[0].Text != "Color?" || len(l[0].Options) != 2 {
+			t.Fatalf("the asker's questions: %+v %v", l, err)
+		}
+		if l, err := clientT(t, gw, "globex", "alice", "developer").Questions(ctx, 0); err != nil || len(l) != 0 {
+			t.Fatalf("another tenant's alice sees questions: %+v %v", l, err)
+		}
 		if _, err := alice.Answer(ctx, qid, "green"); !errors.Is(err, client.ErrInvalidRequest) {
 			t.Fatalf("answer not offered: %v", err)
 		}
