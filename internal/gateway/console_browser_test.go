@@ -390,6 +390,15 @@ func TestConsoleInChromium(t *testing.T) {
 		if !c.fits() {
 			t.Errorf("%s scrolls sideways at 390 px", p)
 		}
+		// Every form field has a label a screen reader announces, and
+		// every button a name.
+		unlabelled, err := chromedp.Run(c.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input:not([type=hidden]),select,textarea,button")]
+			.filter(e => e.tagName === "BUTTON" ? e.textContent.trim() === "" && !e.getAttribute("aria-label")
+				: !(e.labels && e.labels.length) && !e.getAttribute("aria-label"))
+			.map(e => e.tagName + "#" + (e.id || e.name))`))
+		if err != nil || len(unlabelled) > 0 {
+			t.Errorf("%s: fields without a label: %v (%v)", p, unlabelled, err)
+		}
 		c.screenshot("phone-" + strings.Trim(strings.ReplaceAll(p, "/", "-"), "-"))
 	}
 	c.do("desktop", chromedp.EmulateViewport(1280, 800))
