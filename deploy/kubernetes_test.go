@@ -170,12 +170,13 @@ func TestStrictDecodingRefusesTypos(t *testing.T) {
 // fails to decode.
 func TestATypoInAShippedManifestFails(t *testing.T) {
 	for file, typo := range map[string][2]string{
-		"deployment.yaml":     {"readinessProbe:", "readinesProbe:"},
-		"service.yaml":        {"targetPort:", "targetport:"},
-		"pdb.yaml":            {"maxUnavailable:", "maxUnavailble:"},
-		"configmap.yaml":      {"data:", "dat:"},
-		"pvc.yaml":            {"accessModes:", "accesModes:"},
-		"secret.example.yaml": {"stringData:", "stringdata:"},
+		"deployment.yaml":      {"readinessProbe:", "readinesProbe:"},
+		"service.yaml":         {"targetPort:", "targetport:"},
+		"service-console.yaml": {"sessionAffinity:", "sessionAfinity:"},
+		"pdb.yaml":             {"maxUnavailable:", "maxUnavailble:"},
+		"configmap.yaml":       {"data:", "dat:"},
+		"pvc.yaml":             {"accessModes:", "accesModes:"},
+		"secret.example.yaml":  {"stringData:", "stringdata:"},
 	} {
 		data, err := os.ReadFile(filepath.Join(k8sDir, file))
 		if err != nil {
@@ -198,8 +199,8 @@ func TestATypoInAShippedManifestFails(t *testing.T) {
 
 func TestKubernetesManifestsDecodeStrictlyAndAreComplete(t *testing.T) {
 	m := loadManifests(t)
-	if len(m.deployments) != 1 || len(m.services) != 1 || len(m.pdbs) != 1 || len(m.namespaces) != 1 {
-		t.Fatalf("want one Namespace, Deployment, Service and PodDisruptionBudget; have %d, %d, %d, %d",
+	if len(m.deployments) != 1 || len(m.services) != 2 || len(m.pdbs) != 1 || len(m.namespaces) != 1 {
+		t.Fatalf("want one Namespace, Deployment and PodDisruptionBudget and two Services (API, console); have %d, %d, %d, %d",
 			len(m.namespaces), len(m.deployments), len(m.services), len(m.pdbs))
 	}
 	ns := m.namespaces[0].Name
@@ -266,12 +267,23 @@ func TestKubernetesReplicasAreIdenticalAndProbed(t *testing.T) {
 	if err != nil || !subset(sel, labels) {
 		t.Fatalf("the Deployment's selector %v does not match its pods %v", sel, labels)
 	}
-	svc := m.services[0]
-	if len(svc.Spec.Selector) == 0 || !subset(svc.Spec.Selector, labels) {
-		t.Errorf("Service selector %v does not select the pods %v", svc.Spec.Selector, labels)
+	affinity := map[string]corev1.ServiceAffinity{}
+	for _, svc := range m.services {
+		if len(svc.Spec.Selector) == 0 || !subset(svc.Spec.Selector, labels) {
+			t.Errorf("Service %s selector %v does not select the pods %v", svc.Name, svc.Spec.Selector, labels)
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
+			t.Errorf("Service %s ports %v: want one, to the http port (%d)", svc.Name, svc.Spec.Ports, port)
+		}
+		affinity[svc.Name] = svc.Spec.SessionAffinity
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
-		t.Errorf("Service ports %v: want one, to the http port (%d)", svc.Spec.Ports, port)
+	// Calls are balanced per request; console browsers keep to the replica
+	// that holds their session (sessions live in its memory).
+	if a, ok := affinity["toolgate"]; !ok || (a != "" && a != corev1.ServiceAffinityNone) {
+		t.Errorf("Service toolgate: affinity %q, want none", a)
+	}
+	if a := affinity["toolgate-console"]; a != corev1.ServiceAffinityClientIP {
+		t.Errorf("Service toolgate-console: affinity %q, want ClientIP", a)
 	}
 	pdb := m.pdbs[0]
 	psel, err := metav1.LabelSelectorAsMap(pdb.Spec.Selector)
