@@ -19,13 +19,19 @@ import (
 // requestState key from mcp.request_state_key_file (created on first
 // start; replicas must share the file).
 func mcpOptions(cfg *config.Config, svc service.Services, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) (mcpserver.Options, error) {
-	f := cfg.MCP.RequestStateKeyFile
-	key, created, err := mcpserver.LoadOrCreateStateKey(f)
-	if err != nil {
-		return mcpserver.Options{}, &config.Error{File: cfg.File, Key: "mcp.request_state_key_file", Problem: err.Error()}
-	}
-	if created {
-		log.Info("created the MCP requestState key; replicas must share this file", "file", f)
+	var key []byte // nil: a random key of this process
+	if f := cfg.MCP.RequestStateKeyFile; f != "" {
+		var created bool
+		var err error
+		if key, created, err = mcpserver.LoadOrCreateStateKey(f); err != nil {
+			return mcpserver.Options{}, &config.Error{File: cfg.File, Key: "mcp.request_state_key_file", Problem: err.Error()}
+		}
+		if created {
+			log.Info("created the MCP requestState key; replicas must share this file", "file", f)
+		}
+	} else {
+		// Only a Config not made by config.Load, which sets a default.
+		log.Warn("mcp.request_state_key_file is not set: requestStates are accepted by this process only")
 	}
 	var previous [][]byte
 	for i, f := range cfg.MCP.RequestStatePreviousKeyFiles {
