@@ -455,14 +455,41 @@ func TestKubernetesConfigLoadsAsThePodSeesIt(t *testing.T) {
 			DSN            string `yaml:"dsn"`
 			SigningKeyFile string `yaml:"signing_key_file"`
 		} `yaml:"audit"`
+		MCP struct {
+			RequestStateKeyFile string `yaml:"request_state_key_file"`
+		} `yaml:"mcp"`
 	}
 	must(t, yaml.Unmarshal(data, &raw))
 	if keyDir == "" || path.Dir(raw.Audit.SigningKeyFile) != keyDir {
 		t.Fatalf("audit.signing_key_file %s is not in the key folder the init container fills (%s)", raw.Audit.SigningKeyFile, keyDir)
 	}
+	// Every replica must hold the same requestState key: from the Secret,
+	// not created per pod (the key folder is read-only to the gateway).
+	if path.Dir(raw.MCP.RequestStateKeyFile) != keyDir {
+		t.Fatalf("mcp.request_state_key_file %q is not in the key folder the init container fills (%s)", raw.MCP.RequestStateKeyFile, keyDir)
+	}
+	var copied string               // what the init containers run
+	fromSecret := map[string]bool{} // the Secret items they mount
+	for _, ic := range spec.InitContainers {
+		copied += strings.Join(append(append([]string{}, ic.Command...), ic.Args...), " ")
+		for _, vm := range ic.VolumeMounts {
+			if v := volumes[vm.Name]; v.Secret != nil {
+				for _, it := range v.Secret.Items {
+					fromSecret[it.Path] = true
+				}
+			}
+		}
+	}
+	for _, f := range []string{raw.Audit.SigningKeyFile, raw.MCP.RequestStateKeyFile} {
+		if !fromSecret[path.Base(f)] || !strings.Contains(copied, "/"+path.Base(f)) {
+			t.Errorf("no init container copies %s from the Secret into the key folder", path.Base(f))
+		}
+	}
 	// A signing key as `gateway serve` creates it, so that Load sees a key
-	// file (Load checks paths; the gateway opens the key at start).
+	// file (Load checks paths; the gateway opens the key at start), and a
+	// requestState key as `openssl rand -hex 32` makes it.
 	must(t, os.WriteFile(c.host(raw.Audit.SigningKeyFile), []byte("stand-in\n"), 0o600))
+	must(t, os.WriteFile(c.host(raw.MCP.RequestStateKeyFile), []byte(strings.Repeat("5e", 32)+"\n"), 0o600))
 
 	var doc yaml.Node
 	must(t, yaml.Unmarshal(data, &doc))

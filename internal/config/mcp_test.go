@@ -242,3 +242,104 @@ func TestMCPTokenExchangeEmptySecretFileIsAnError(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// mcp.request_state_key_file defaults to a file beside the checkpoint
+// key; relative paths follow the config file.
+func TestMCPRequestStateKeyFileDefaultsBesideTheCheckpointKey(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		want       func(dir string) string
+	}{
+		{"sqlite", "", func(dir string) string { return filepath.Join(dir, "audit-dir", DefaultRequestStateKeyName) }},
+		{"explicit checkpoint key", "audit: {driver: sqlite, dsn: audit-dir/audit.db, signing_key_file: keys/audit.key}\n",
+			func(dir string) string { return filepath.Join(dir, "keys", DefaultRequestStateKeyName) }},
+		{"explicit", "mcp: {request_state_key_file: secrets/state.key}\n", func(dir string) string { return filepath.Join(dir, "secrets", "state.key") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(dir, "ws"), 0o755))
+			audit := "audit: {driver: sqlite, dsn: audit-dir/audit.db}\n"
+			if strings.HasPrefix(c.yaml, "audit:") {
+				audit = ""
+			}
+			body := "policy: {dir: .}\nauth: {jwt: {hs256_secret_file: s}}\ntenants: {acme: {workspace: ws}}\n" + audit + c.yaml
+			f := filepath.Join(dir, "gateway.yaml")
+			must(t, os.WriteFile(f, []byte(body), 0o644))
+			cfg, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.MCP.RequestStateKeyFile; got != c.want(dir) {
+				t.Fatalf("mcp.request_state_key_file = %q, want %q", got, c.want(dir))
+			}
+		})
+	}
+}
+
+// A requestState key file that exists must be a regular file, private
+// and long enough; previous key files must exist too. Each problem names
+// its key, and never shows the key.
+func TestMCPRequestStateKeyFileErrorsNameTheKey(t *testing.T) {
+	good := strings.Repeat("0123456789abcdef", 4) + "\n"
+	for _, c := range []struct {
+		name    string
+		files   map[string]string // name → content; mode 0600 unless modes says
+		modes   map[string]os.FileMode
+		yaml    string
+		problem string // "" when it loads
+	}{
+		{"missing: created on first start", nil, nil, "mcp: {request_state_key_file: state.key}\n", ""},
+		{"good", map[string]string{"state.key": good}, nil, "mcp: {request_state_key_file: state.key}\n", ""},
+		{"mode 0400", map[string]string{"state.key": good}, map[string]os.FileMode{"state.key": 0o400}, "mcp: {request_state_key_file: state.key}\n", ""},
+		{"short", map[string]string{"state.key": "REPLACE-ME\n"}, nil, "mcp: {request_state_key_file: state.key}\n",
+			"mcp.request_state_key_file: " + "DIR/state.key holds 10 bytes, need at least 32"},
+		{"empty", map[string]string{"state.key": ""}, nil, "mcp: {request_state_key_file: state.key}\n", "need at least 32"},
+		{"31 bytes and line breaks", map[string]string{"state.key": strings.Repeat("k", 31) + "\r\n\n"}, nil, "mcp: {request_state_key_file: state.key}\n", "holds 31 bytes"},
+		{"group-readable", map[string]string{"state.key": good}, map[string]os.FileMode{"state.key": 0o640}, "mcp: {request_state_key_file: state.key}\n",
+			"mcp.request_state_key_file: DIR/state.key has mode 0640; group and others must have no access"},
+		{"world-readable", map[string]string{"state.key": good}, map[string]os.FileMode{"state.key": 0o604}, "mcp: {request_state_key_file: state.key}\n", "has mode 0604"},
+		{"a folder", nil, nil, "mcp: {request_state_key_file: ws}\n", "mcp.request_state_key_file: DIR/ws is not a regular file"},
+		{"default path, bad file", map[string]string{DefaultRequestStateKeyName: "short"}, nil, "", "mcp.request_state_key_file: DIR/" + DefaultRequestStateKeyName + " holds 5 bytes"},
+		{"off: not checked", map[string]string{"state.key": "short"}, nil, "mcp: {enabled: false, request_state_key_file: state.key}\n", ""},
+		{"previous", map[string]string{"old.key": good}, nil, "mcp: {request_state_previous_key_files: [old.key]}\n", ""},
+		{"previous missing", nil, nil, "mcp: {request_state_previous_key_files: [old.key]}\n",
+			"mcp.request_state_previous_key_files: entry 0: DIR/old.key: no such file or directory"},
+		{"previous short", map[string]string{"old.key": good, "older.key": "short"}, nil, "mcp: {request_state_previous_key_files: [old.key, older.key]}\n",
+			"mcp.request_state_previous_key_files: entry 1: DIR/older.key holds 5 bytes"},
+		{"previous readable", map[string]string{"old.key": good}, map[string]os.FileMode{"old.key": 0o644}, "mcp: {request_state_previous_key_files: [old.key]}\n", "entry 0: DIR/old.key has mode 0644"},
+		{"previous is the current key", map[string]string{"state.key": good}, nil, "mcp: {request_state_key_file: state.key, request_state_previous_key_files: [state.key]}\n",
+			"entry 0: DIR/state.key is mcp.request_state_key_file itself"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(dir, "ws"), 0o755))
+			for name, content := range c.files {
+				p := filepath.Join(dir, name)
+				must(t, os.WriteFile(p, []byte(content), 0o600))
+				if m, ok := c.modes[name]; ok {
+					must(t, os.Chmod(p, m))
+				}
+			}
+			body := "policy: {dir: .}\nauth: {jwt: {hs256_secret_file: s}}\ntenants: {acme: {workspace: ws}}\naudit: {driver: sqlite, dsn: audit.db}\n" + c.yaml
+			f := filepath.Join(dir, "gateway.yaml")
+			must(t, os.WriteFile(f, []byte(body), 0o644))
+			_, err := Load(f)
+			want := strings.ReplaceAll(c.problem, "DIR", dir)
+			switch {
+			case c.problem == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case c.problem != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Fatalf("error %v, want one with %q", err, want)
+			case err != nil && (strings.Contains(err.Error(), "0123456789abcdef") || strings.Contains(err.Error(), "REPLACE-ME")):
+				t.Fatalf("the error shows the key: %v", err)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,7 +1,12 @@
 package config
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -25,7 +30,27 @@ type MCPServer struct {
 	// SessionTimeout ends an idle MCP session (revisions with sessions);
 	// default 30m.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// RequestStateKeyFile holds the key (at least MinRequestStateKeyBytes
+	// after trailing line breaks; a regular file no group or other may
+	// access) that seals the requestState of input_required results, so
+	// replicas sharing the file open each other's states and a restart
+	// keeps them valid. Created (32 random bytes, hex, mode 0600) on first
+	// start if missing. Default (absolute after Load):
+	// DefaultRequestStateKeyName beside audit.signing_key_file.
+	RequestStateKeyFile string `yaml:"request_state_key_file"`
+	// RequestStatePreviousKeyFiles hold keys from before a rotation: they
+	// open the states they sealed (until those expire) but seal none. They
+	// must exist; the same checks as RequestStateKeyFile.
+	RequestStatePreviousKeyFiles []string `yaml:"request_state_previous_key_files"`
 }
+
+// DefaultRequestStateKeyName is the file name of the default
+// mcp.request_state_key_file, beside audit.signing_key_file.
+const DefaultRequestStateKeyName = "mcp-request-state.key"
+
+// MinRequestStateKeyBytes is the shortest requestState key accepted
+// (mcpserver.MinStateKeyBytes).
+const MinRequestStateKeyBytes = 32
 
 // On reports whether /mcp is served.
 func (m MCPServer) On() bool { return m.Enabled == nil || *m.Enabled }
@@ -40,10 +65,61 @@ func (v *validator) mcpServer(m MCPServer) {
 			v.add("mcp.resource", "must be an absolute http(s) URL without credentials, query or fragment (the public URL of /mcp)")
 		}
 	}
+	if m.On() {
+		// Missing is fine: the gateway creates it on first start.
+		if p := stateKeyFileProblem(m.RequestStateKeyFile, false); p != "" {
+			v.add("mcp.request_state_key_file", "%s", p)
+		}
+		for i, f := range m.RequestStatePreviousKeyFiles {
+			if f == m.RequestStateKeyFile {
+				v.add("mcp.request_state_previous_key_files", "entry %d: %s is mcp.request_state_key_file itself", i, f)
+			} else if p := stateKeyFileProblem(f, true); p != "" {
+				v.add("mcp.request_state_previous_key_files", "entry %d: %s", i, p)
+			}
+		}
+	}
 	for i, o := range m.AllowedOrigins {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" || strings.Contains(o, "*") {
 			v.add("mcp.allowed_origins", "entry %d: %q is not an origin (scheme://host[:port], no wildcard)", i, o)
 		}
 	}
+}
+
+// stateKeyFileProblem is what is wrong with a requestState key file, or
+// "": not a regular file, readable by group or others, or too short. A
+// missing file is a problem only when it must exist. The key never
+// appears in the problem.
+func stateKeyFileProblem(path string, mustExist bool) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) && !mustExist {
+			return ""
+		}
+		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
+	case !fi.Mode().IsRegular():
+		return fmt.Sprintf("%s is not a regular file", path)
+	case fi.Mode().Perm()&0o077 != 0 && runtime.GOOS != "windows":
+		return fmt.Sprintf("%s has mode %04o; group and others must have no access (chmod 600 %s)", path, fi.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4<<10+1))
+	if err != nil {
+		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
+	}
+	if len(data) > 4<<10 {
+		return fmt.Sprintf("%s is larger than %d bytes", path, 4<<10)
+	}
+	if n := len(bytes.TrimRight(data, "\r\n")); n < MinRequestStateKeyBytes {
+		return fmt.Sprintf("%s holds %d bytes, need at least %d random bytes (e.g. openssl rand -hex 32 > FILE)", path, n, MinRequestStateKeyBytes)
+	}
+	return ""
 }

@@ -41,6 +41,15 @@ func resolvePaths(cfg *Config, base string) {
 	default:
 		cfg.Audit.SigningKeyFile = abs(filepath.Join("var", DefaultSigningKeyName))
 	}
+	// The MCP requestState key: beside the checkpoint key by default, the
+	// other key replicas share.
+	if cfg.MCP.RequestStateKeyFile == "" {
+		cfg.MCP.RequestStateKeyFile = filepath.Join(filepath.Dir(cfg.Audit.SigningKeyFile), DefaultRequestStateKeyName)
+	}
+	cfg.MCP.RequestStateKeyFile = abs(cfg.MCP.RequestStateKeyFile)
+	for i, f := range cfg.MCP.RequestStatePreviousKeyFiles {
+		cfg.MCP.RequestStatePreviousKeyFiles[i] = abs(f)
+	}
 	cfg.Audit.CheckpointFile = abs(cfg.Audit.CheckpointFile)
 	cfg.Auth.JWT.HS256SecretFile = abs(cfg.Auth.JWT.HS256SecretFile)
 	cfg.Auth.JWT.JWKSFile = abs(cfg.Auth.JWT.JWKSFile)

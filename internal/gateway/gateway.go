@@ -253,7 +253,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	// One set of limits.tenant_rate buckets for both front doors.
 	tenantBuckets := ratelimit.NewMemory(nil)
 	if cfg.MCP.On() {
-		g.front = mcpserver.New(mcpOptions(cfg, g.services, authn, m, log, tenantBuckets))
+		o, err := mcpOptions(cfg, g.services, authn, m, log, tenantBuckets)
+		if err != nil {
+			return nil, err
+		}
+		g.front = mcpserver.New(o)
 		mcpHandler = g.front.Handler()
 	}
 	var consoleHandler http.Handler

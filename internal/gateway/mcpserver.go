@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"log/slog"
 	"net/url"
 
@@ -14,8 +15,32 @@ import (
 
 // mcpOptions wires the MCP front door from the configuration: the same
 // authenticator, Calls and Approvals services as REST (the latter for
-// ask-user questions put to the user through the client).
-func mcpOptions(cfg *config.Config, svc service.Services, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) mcpserver.Options {
+// ask-user questions put to the user through the client), and the
+// requestState key from mcp.request_state_key_file (created on first
+// start; replicas must share the file).
+func mcpOptions(cfg *config.Config, svc service.Services, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, buckets *ratelimit.Memory) (mcpserver.Options, error) {
+	var key []byte // nil: a random key of this process
+	if f := cfg.MCP.RequestStateKeyFile; f != "" {
+		var created bool
+		var err error
+		if key, created, err = mcpserver.LoadOrCreateStateKey(f); err != nil {
+			return mcpserver.Options{}, &config.Error{File: cfg.File, Key: "mcp.request_state_key_file", Problem: err.Error()}
+		}
+		if created {
+			log.Info("created the MCP requestState key; replicas must share this file", "file", f)
+		}
+	} else {
+		// Only a Config not made by config.Load, which sets a default.
+		log.Warn("mcp.request_state_key_file is not set: requestStates are accepted by this process only")
+	}
+	var previous [][]byte
+	for i, f := range cfg.MCP.RequestStatePreviousKeyFiles {
+		k, err := mcpserver.ReadStateKey(f)
+		if err != nil {
+			return mcpserver.Options{}, &config.Error{File: cfg.File, Key: "mcp.request_state_previous_key_files", Problem: fmt.Sprintf("entry %d: %v", i, err)}
+		}
+		previous = append(previous, k)
+	}
 	j := cfg.Auth.JWT
 	var servers []string
 	switch {
@@ -33,7 +58,8 @@ func mcpOptions(cfg *config.Config, svc service.Services, authn *auth.Authentica
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Metrics: m, Logger: log.With("front_door", "mcp"),
 		SessionTimeout: cfg.MCP.SessionTimeout,
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst, TenantBuckets: buckets,
-	}
+		StateKey: key, PreviousStateKeys: previous,
+	}, nil
 }
 
 func isURL(s string) bool {

@@ -89,6 +89,15 @@ type Options struct {
 	// seen no request for this long (mcp.session_timeout; default
 	// DefaultSessionTimeout), so abandoned sessions do not pile up.
 	SessionTimeout time.Duration
+	// StateKey seals the requestState of input_required results
+	// (mcp.request_state_key_file; at least MinStateKeyBytes): front doors
+	// with the same key, such as replicas sharing the file, open each
+	// other's states. nil draws a random key when New runs, so only this
+	// front door opens its states. New panics on a shorter key.
+	StateKey []byte
+	// PreviousStateKeys open states sealed before a rotation
+	// (mcp.request_state_previous_key_files) but seal none.
+	PreviousStateKeys [][]byte
 }
 
 // DefaultSessionTimeout is Options.SessionTimeout's default.
@@ -117,7 +126,7 @@ func New(o Options) *Server {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
-	s := &Server{o: o, states: newStateSealer()}
+	s := &Server{o: o, states: newStateSealer(o.StateKey, o.PreviousStateKeys...)}
 	if o.TenantRate > 0 {
 		burst := float64(o.TenantBurst)
 		if burst < 1 {

@@ -43,23 +43,36 @@ func (a asking) awaiting() apiv1.CallResponse {
 
 // stateSealer seals requestState values: the payload, readable, and an
 // HMAC-SHA256 over it and the caller (userID: credential kind, tenant,
-// principal) under a key drawn at random when the front door is built.
-// A state made up by a client, altered, presented by another principal,
-// for another tool or after the question's expiry is refused before the
-// store is read. The key lives in this process only: a retry that
-// reaches another replica (or this one after a restart) is refused too,
-// and the question stays answerable over REST.
+// principal) under key. A state made up by a client, altered, presented
+// by another principal, for another tool or after the question's expiry
+// is refused before the store is read. key is mcp.request_state_key_file's
+// (Options.StateKey), which replicas share, so a retry that reaches
+// another replica, or this one after a restart, opens; without one it is
+// drawn at random when the front door is built and lives in this process
+// only. previous keys (mcp.request_state_previous_key_files) open states
+// but never seal one: a rotation.
 type stateSealer struct {
-	key []byte
-	now func() time.Time
+	key      []byte
+	previous [][]byte
+	now      func() time.Time
 }
 
-func newStateSealer() stateSealer {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		panic("mcpserver: no randomness for the requestState key: " + err.Error())
+// newStateSealer seals with key (nil: a random key of this process) and
+// also opens states sealed with one of previous.
+func newStateSealer(key []byte, previous ...[]byte) stateSealer {
+	if key == nil {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic("mcpserver: no randomness for the requestState key: " + err.Error())
+		}
 	}
-	return stateSealer{key: key, now: time.Now}
+	for _, k := range append([][]byte{key}, previous...) {
+		if len(k) < MinStateKeyBytes {
+			// Fail closed: a short key would make states forgeable.
+			panic("mcpserver: a requestState key is shorter than MinStateKeyBytes")
+		}
+	}
+	return stateSealer{key: bytes.Clone(key), previous: previous, now: time.Now}
 }
 
 const (
@@ -71,8 +84,8 @@ const (
 
 var errBadState = errors.New("requestState is not one this gateway issued for this caller and tool, or it has expired")
 
-func (k stateSealer) mac(payload string, id *auth.Identity) []byte {
-	m := hmac.New(sha256.New, k.key)
+func mac(key []byte, payload string, id *auth.Identity) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("toolgate mcp requestState v1\x00"))
 	m.Write([]byte(userID(id)))
 	m.Write([]byte{0})
@@ -84,7 +97,21 @@ func (k stateSealer) mac(payload string, id *auth.Identity) []byte {
 func (k stateSealer) seal(a asking, id *auth.Identity) string {
 	raw, _ := json.Marshal(a)
 	p := base64.RawURLEncoding.EncodeToString(raw)
-	return statePrefix + p + "." + base64.RawURLEncoding.EncodeToString(k.mac(p, id))
+	return statePrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(k.key, p, id))
+}
+
+// sealed reports whether sig is the MAC of payload for id under the key
+// or one of the previous keys.
+func (k stateSealer) sealed(sig []byte, payload string, id *auth.Identity) bool {
+	if hmac.Equal(sig, mac(k.key, payload, id)) {
+		return true
+	}
+	for _, prev := range k.previous {
+		if hmac.Equal(sig, mac(prev, payload, id)) {
+			return true
+		}
+	}
+	return false
 }
 
 // open verifies a requestState for the caller id retrying tool.
@@ -98,7 +125,7 @@ func (k stateSealer) open(s string, id *auth.Identity, tool string) (asking, err
 		return asking{}, errBadState
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, k.mac(p, id)) {
+	if err != nil || !k.sealed(got, p, id) {
 		return asking{}, errBadState
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
