@@ -65,8 +65,10 @@ type AuditEvent struct {
 	// of the hashed content; events without one hash as before it existed.
 	TraceID string `json:"trace_id,omitempty"`
 	// Via is the front door a call arrived through when it is not the
-	// REST API: "mcp" for the MCP front door (/mcp or stdio). Client stays
-	// the calling platform named by the credential. Absent for REST.
+	// REST API: "mcp" for the MCP front door (/mcp or stdio); on a
+	// question's answered event, the front door the answer came through
+	// (an MCP elicitation). Client stays the calling platform named by the
+	// credential. Absent for REST and the console.
 	Via string `json:"via,omitempty"`
 	// MCPRequestID is the JSON-RPC id of the MCP tools/call request that
 	// made the call (its JSON text: 7 or "7"; over 128 bytes, "sha256:"

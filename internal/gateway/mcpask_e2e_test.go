@@ -140,6 +140,11 @@ func TestMCPAskUserElicitsTheAnswer(t *testing.T) {
 				if ev["principal"] != "alice" || q["by"] != "alice" {
 					t.Fatalf("the answer event: %v", ev)
 				}
+				// The answer came through MCP, in a tools/call of its own
+				// JSON-RPC id: the answer event says so, as the call's do.
+				if id, _ := ev["mcp_request_id"].(string); ev["via"] != "mcp" || id == "" {
+					t.Fatalf("the answer event does not name its front door and request: via %v, mcp_request_id %v", ev["via"], ev["mcp_request_id"])
+				}
 			})
 		}
 	}

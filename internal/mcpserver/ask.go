@@ -80,7 +80,7 @@ func elicitation(q service.AskedQuestion) *mcp.ElicitParams {
 // result, or elicitation/create now); otherwise, or when the question
 // cannot be read, the awaiting_user result stands and the question is
 // answered over REST.
-func (s *Server) askUser(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, resp apiv1.CallResponse) (*mcp.CallToolResult, error) {
+func (s *Server) askUser(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, resp apiv1.CallResponse, requestID string) (*mcp.CallToolResult, error) {
 	mode := askModeOf(call)
 	if mode == askNot || s.o.Questions == nil {
 		return callResult(resp), nil
@@ -111,7 +111,7 @@ func (s *Server) askUser(ctx context.Context, id *auth.Identity, call *mcp.CallT
 			"tenant", id.Tenant, "principal", id.Principal, "call_id", resp.CallID, "question_id", q.ID, "err", err)
 		return callResult(resp), nil
 	}
-	return s.answered(ctx, id, a, er)
+	return s.answered(ctx, id, a, er, requestID)
 }
 
 // inputRequired is the input_required result (SEP-2322) that asks the
@@ -151,7 +151,7 @@ func inputRequired(params *mcp.ElicitParams, state string, resp apiv1.CallRespon
 // user's answer: the requestState names the question, sealed for this
 // caller and tool; the answer goes through Answer as the caller, like
 // POST /v1/questions/{id}/answer. Nothing runs again.
-func (s *Server) resumeAsk(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) resumeAsk(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
 	p := call.Params
 	if s.o.Questions == nil || p.RequestState == "" {
 		s.o.Logger.Info("mcp: tools/call with inputResponses but no requestState refused", "tenant", id.Tenant, "principal", id.Principal)
@@ -176,21 +176,21 @@ func (s *Server) resumeAsk(ctx context.Context, id *auth.Identity, call *mcp.Cal
 	if err != nil {
 		return nil, rpcError(withCall(err, a.CallID))
 	}
-	return s.answered(ctx, id, a, er)
+	return s.answered(ctx, id, a, er, requestID)
 }
 
 // answered records the user's answer to a's question and returns the
 // call's result. A decline or cancel answers nothing (REST has no way
 // to decline a question): the question stays pending for its expiry, the
 // result is the call's current one, awaiting_user while pending.
-func (s *Server) answered(ctx context.Context, id *auth.Identity, a asking, er *mcp.ElicitResult) (*mcp.CallToolResult, error) {
+func (s *Server) answered(ctx context.Context, id *auth.Identity, a asking, er *mcp.ElicitResult, requestID string) (*mcp.CallToolResult, error) {
 	if er != nil && er.Action == "accept" {
 		answer, ok := er.Content[inputAnswer].(string)
 		if !ok {
 			return nil, rpcError(&service.Error{Kind: service.KindInvalid, CallID: a.CallID,
 				Message: `the elicitation's content must have a string "answer"; nothing was answered`})
 		}
-		if _, err := s.o.Questions.Answer(ctx, service.AnswerStep{Identity: id, ID: a.QuestionID, Answer: answer}); err != nil {
+		if _, err := s.o.Questions.Answer(ctx, service.AnswerStep{Identity: id, ID: a.QuestionID, Answer: answer, Via: Via, MCPRequestID: requestID}); err != nil {
 			return nil, rpcError(withCall(err, a.CallID))
 		}
 	}

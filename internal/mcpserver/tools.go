@@ -48,7 +48,7 @@ const (
 func (s *Server) callTool(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
 	p := call.Params
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
-		return s.resumeAsk(ctx, id, call)
+		return s.resumeAsk(ctx, id, call, requestID)
 	}
 	session := sessionOf(call)
 	args := []byte(p.Arguments)
@@ -65,7 +65,7 @@ func (s *Server) callTool(ctx context.Context, id *auth.Identity, call *mcp.Call
 		return nil, rpcError(err)
 	}
 	if resp.Outcome == apiv1.OutcomeAwaitingUser {
-		return s.askUser(ctx, id, call, resp)
+		return s.askUser(ctx, id, call, resp, requestID)
 	}
 	return callResult(resp), nil
 }

@@ -77,6 +77,11 @@ type AnswerStep struct {
 	Identity *auth.Identity // the answerer, verified
 	ID       string         // the question id
 	Answer   string
+	// Via and MCPRequestID name the front door the answer came through
+	// when it is not REST ("mcp", and the JSON-RPC id of the tools/call
+	// that carried it), recorded on the answer's audit event.
+	Via          string
+	MCPRequestID string
 }
 
 // Answer records the answer to a pending question, once. The asker may
@@ -119,6 +124,7 @@ func (p *Pipeline) Answer(ctx context.Context, s AnswerStep) (*approval.Question
 	ev := p.questionEvent(q, q.DecisionID, audit.PhaseQuestion, apiv1.OutcomeAnswered, q.PolicyRevision)
 	ev.Principal, ev.Client = s.Identity.Principal, s.Identity.Client
 	ev.Question.By = s.Identity.Principal
+	ev.Via, ev.MCPRequestID = s.Via, s.MCPRequestID
 	ev.Result = &audit.ResultInfo{Bytes: len(s.Answer)}
 	if err := p.o.Audit.Append(ctx, ev); err != nil {
 		return nil, p.auditErr(ev, err)
