@@ -11,7 +11,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/toolgate/toolgate/internal/keyfile"
 )
 
 // key is one Ed25519 key: priv is nil for a key that is only published.
@@ -41,32 +42,14 @@ func EnsureKey(path string) (created bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("assertion key: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("assertion key: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".assertion-key-*")
+	// A hard link fails if the name exists: the first writer wins.
+	created, err = keyfile.CreateExclusive(path, ".assertion-key-*", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	if err != nil {
 		return false, fmt.Errorf("assertion key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	werr := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return false, fmt.Errorf("assertion key: %w", werr)
-	}
-	// A hard link fails if the name exists: the first writer wins.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			_, err := readKey(path)
-			return false, err
-		}
-		return false, fmt.Errorf("assertion key: %w", err)
+	if !created {
+		_, err := readKey(path)
+		return false, err
 	}
 	return true, nil
 }

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/toolgate/toolgate/internal/keyfile"
 )
 
 // MinHS256SecretBytes is the shortest HS256 secret accepted (RFC 7518
@@ -44,39 +45,17 @@ func EnsureHS256Secret(path string) (created bool, err error) {
 		return false, fmt.Errorf("hs256 secret: %w", err)
 	}
 
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("hs256 secret: %w", err)
-	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return false, fmt.Errorf("hs256 secret: %w", err)
 	}
-	// Write a temporary file (CreateTemp uses 0600) and hard-link it into
-	// place: the link fails if the name exists, and readers never see a
-	// partly written secret.
-	tmp, err := os.CreateTemp(dir, ".hs256-secret-*")
+	created, err = keyfile.CreateExclusive(path, ".hs256-secret-*", []byte(hex.EncodeToString(raw)))
 	if err != nil {
 		return false, fmt.Errorf("hs256 secret: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(hex.EncodeToString(raw)); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("hs256 secret: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("hs256 secret: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("hs256 secret: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			_, err := ReadHS256Secret(path)
-			return false, err
-		}
-		return false, fmt.Errorf("hs256 secret: %w", err)
+	if !created { // another gateway was first: its secret must do
+		_, err := ReadHS256Secret(path)
+		return false, err
 	}
 	return true, nil
 }

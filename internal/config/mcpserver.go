@@ -2,13 +2,14 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/keyfile"
 )
 
 // MCPServer configures the MCP front door: streamable HTTP at /mcp on
@@ -94,29 +95,15 @@ func stateKeyFileProblem(path string, mustExist bool) string {
 	if path == "" {
 		return ""
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) && !mustExist {
-			return ""
-		}
-		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	data, err := keyfile.Read(path, 4<<10)
+	var unfit *keyfile.Error
 	switch {
+	case os.IsNotExist(err) && !mustExist:
+		return ""
+	case errors.As(err, &unfit):
+		return unfit.Error()
 	case err != nil:
 		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
-	case !fi.Mode().IsRegular():
-		return fmt.Sprintf("%s is not a regular file", path)
-	case fi.Mode().Perm()&0o077 != 0 && runtime.GOOS != "windows":
-		return fmt.Sprintf("%s has mode %04o; group and others must have no access (chmod 600 %s)", path, fi.Mode().Perm(), path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4<<10+1))
-	if err != nil {
-		return fmt.Sprintf("%s: %s", path, pathErrReason(err))
-	}
-	if len(data) > 4<<10 {
-		return fmt.Sprintf("%s is larger than %d bytes", path, 4<<10)
 	}
 	if n := len(bytes.TrimRight(data, "\r\n")); n < MinRequestStateKeyBytes {
 		return fmt.Sprintf("%s holds %d bytes, need at least %d random bytes (e.g. openssl rand -hex 32 > FILE)", path, n, MinRequestStateKeyBytes)

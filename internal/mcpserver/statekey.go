@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"runtime"
+
+	"github.com/toolgate/toolgate/internal/keyfile"
 )
 
 // MinStateKeyBytes is the shortest requestState key accepted: as long as
@@ -26,28 +24,9 @@ const maxStateKeyFile = 4 << 10
 // a regular file, that group or others can access, or whose key is
 // shorter than MinStateKeyBytes. No error ever holds key material.
 func ReadStateKey(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := keyfile.Read(path, maxStateKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("requestState key: %w", err)
-	}
-	defer f.Close()
-	// Check the file opened, not the name.
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("requestState key: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("requestState key: %s is not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("requestState key: %s has mode %04o; group and others must have no access (chmod 600 %s)", path, perm, path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxStateKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("requestState key: %w", err)
-	}
-	if len(data) > maxStateKeyFile {
-		return nil, fmt.Errorf("requestState key: %s is larger than %d bytes", path, maxStateKeyFile)
 	}
 	key := bytes.TrimRight(data, "\r\n")
 	if len(key) < MinStateKeyBytes {
@@ -66,47 +45,14 @@ func LoadOrCreateStateKey(path string) (key []byte, created bool, err error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, false, err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("requestState key: %w", err)
-	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, false, fmt.Errorf("requestState key: %w", err)
 	}
-	// A temporary file (CreateTemp uses 0600) hard-linked into place: the
-	// link fails if the name exists, and readers never see a partly
-	// written key.
-	tmp, err := os.CreateTemp(dir, ".mcp-request-state-key-*")
-	if err != nil {
+	if created, err = keyfile.CreateExclusive(path, ".mcp-request-state-key-*", []byte(hex.EncodeToString(raw)+"\n")); err != nil {
 		return nil, false, fmt.Errorf("requestState key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(hex.EncodeToString(raw) + "\n")
-	if werr == nil {
-		werr = tmp.Chmod(0o600)
-	}
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, false, fmt.Errorf("requestState key: %w", werr)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			// Another replica created it first: use its key.
-			key, err := ReadStateKey(path)
-			return key, false, err
-		}
-		return nil, false, fmt.Errorf("requestState key: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	// Ours, or another replica's that was first: read what is there.
 	key, err = ReadStateKey(path)
-	return key, err == nil, err
+	return key, created && err == nil, err
 }

@@ -6,14 +6,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/toolgate/toolgate/internal/keyfile"
 )
 
 // The signing key file (audit.signing_key_file) is text, one key a line;
@@ -110,29 +110,14 @@ func keyID(vkey string) string {
 
 // loadSigner reads and checks the key file; name "" accepts any key name.
 func loadSigner(path, name string) (*Signer, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := keyfile.Read(path, maxKeyFile)
+	switch {
+	case errors.Is(err, keyfile.ErrNotRegular), errors.Is(err, keyfile.ErrInsecure):
+		return nil, fmt.Errorf("%w: %s", ErrInsecureKeyFile, err)
+	case errors.Is(err, keyfile.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %s", ErrBadKeyFile, err)
+	case err != nil:
 		return nil, fmt.Errorf("tlog: signing key file: %w", err)
-	}
-	defer f.Close()
-	// Check the file opened, not the name, so a swap between the check and
-	// the read cannot slip in another file.
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("tlog: signing key file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrInsecureKeyFile, path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("%w: %s has mode %04o; group and others must have no access (chmod 600 %s)", ErrInsecureKeyFile, path, perm, path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("tlog: signing key file: %w", err)
-	}
-	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrBadKeyFile, path, maxKeyFile)
 	}
 	var skey string
 	var previous []string
