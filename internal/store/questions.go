@@ -111,22 +111,9 @@ func (s *approvals) AnswerQuestion(ctx context.Context, tenant, id string, a app
 }
 
 func (s *approvals) ExpireQuestions(ctx context.Context, tenant string, now time.Time) ([]*approval.Question, error) {
-	rows, err := s.w.QueryContext(ctx, s.q(`UPDATE questions SET status = 'expired', answered_ms = ?
+	return s.manyQuestions(ctx, s.w, "expire questions", `UPDATE questions SET status = 'expired', answered_ms = ?
 		WHERE tenant = ? AND status = 'pending' AND expires_ms <= ?
-		RETURNING `+questionColumns), now.UnixMilli(), tenant, now.UnixMilli())
-	if err != nil {
-		return nil, fmt.Errorf("approval: expire questions: %w", err)
-	}
-	defer rows.Close()
-	out := []*approval.Question{}
-	for rows.Next() {
-		q, err := scanQuestion(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	return out, rows.Err()
+		RETURNING `+questionColumns, now.UnixMilli(), tenant, now.UnixMilli())
 }
 
 func (s *approvals) ListQuestions(ctx context.Context, tenant string, f approval.Filter) ([]*approval.Question, error) {
@@ -138,9 +125,14 @@ func (s *approvals) ListQuestions(ctx context.Context, tenant string, f approval
 	}
 	query += ` ORDER BY created_ms DESC, id DESC LIMIT ?`
 	args = append(args, f.PageSize())
-	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	return s.manyQuestions(ctx, s.r, "list questions", query, args...)
+}
+
+// manyQuestions runs a query whose rows are questions.
+func (s *approvals) manyQuestions(ctx context.Context, db *sql.DB, what, query string, args ...any) ([]*approval.Question, error) {
+	rows, err := db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("approval: list questions: %w", err)
+		return nil, fmt.Errorf("approval: %s: %w", what, err)
 	}
 	defer rows.Close()
 	out := []*approval.Question{}
