@@ -41,12 +41,6 @@ type Console struct {
 // On reports whether /console is served.
 func (c Console) On() bool { return c.Enabled == nil || *c.Enabled }
 
-// Defaults of the console.
-const (
-	DefaultConsoleSessionTTL  = 8 * time.Hour
-	DefaultConsoleIdleTimeout = 30 * time.Minute
-)
-
 func (v *validator) console(c *Config) {
 	k := c.Console
 	if k.SessionTTL < 0 || (k.SessionTTL > 0 && k.SessionTTL < time.Minute) {
