@@ -588,3 +588,34 @@ func TestConsoleAuditEventProofPendingUntilACheckpointCoversIt(t *testing.T) {
 		t.Fatalf("checkpoint sizes %v: want the one checkpoint twice", sizes)
 	}
 }
+
+// What an agent puts in its arguments reaches the console's pages only
+// escaped: markup in a grep pattern is shown as text on the event page,
+// never as HTML.
+func TestConsoleShowsHostileArgumentsAsText(t *testing.T) {
+	h := start(t)
+	r := h.call(h.token("acme", "alice", "developer"), "grep", `{"arguments":{"pattern":"<img src=x onerror=alert(1)><script>alert(2)</script>","path":"docs"}}`)
+	if r.status != 200 {
+		t.Fatalf("call: %d %s", r.status, r.raw)
+	}
+	h.sync("acme")
+	ev := h.events("acme", "call_id="+r.str("call_id")+"&phase=decision")
+	if len(ev) != 1 || ev[0]["outcome"] != "allow" {
+		t.Fatalf("decision events: %v", ev)
+	}
+	b := h.browser()
+	b.signIn(h.token("acme", "erin", "auditor"))
+	for _, path := range []string{"/console/audit", "/console/audit/" + ev[0]["id"].(string)} {
+		p := b.get(path)
+		if p.status != 200 {
+			t.Fatalf("%s: %d", path, p.status)
+		}
+		if strings.Contains(p.body, "<img src=x") || strings.Contains(p.body, "<script>alert") {
+			t.Errorf("%s renders the argument as markup", path)
+		}
+		assertConsoleHeaders(t, p)
+	}
+	if p := b.get("/console/audit/" + ev[0]["id"].(string)); !strings.Contains(p.body, "&lt;script&gt;alert(2)&lt;/script&gt;") {
+		t.Errorf("the event page does not show the argument as text")
+	}
+}
