@@ -280,3 +280,30 @@ func TestConsoleRoutesAreTheDocumentedOnes(t *testing.T) {
 		t.Fatalf("console routes:\n got %v\nwant %v", served, want)
 	}
 }
+
+// Oversized and malformed forms are refused with 400 and change nothing:
+// the sign-in form (64 KiB) and a signed-in form (limits.max_body_bytes).
+func TestConsoleRefusesOversizedForms(t *testing.T) {
+	h := start(t)
+	b := h.browser()
+	login := b.get("/console/login")
+	huge := strings.Repeat("A", 70<<10)
+	if p := b.post("/console/login", url.Values{"csrf": {login.csrf(t)}, "token": {huge}}); p.status != http.StatusBadRequest || h.g.console.Sessions() != 0 {
+		t.Fatalf("oversized sign-in: %d, %d sessions", p.status, h.g.console.Sessions())
+	}
+	b.signIn(h.token("acme", "bob", "approver"))
+	alice := h.token("acme", "alice", "developer")
+	id := approvalID(t, h.held(alice, "2"))
+	p := b.form("/console/approvals", "/console/approvals/"+id+"/approve", url.Values{"comment": {strings.Repeat("x", 70<<10)}})
+	if p.status != http.StatusBadRequest || h.release() != "1\n" {
+		t.Fatalf("oversized approve form: %d, release %q", p.status, h.release())
+	}
+	// A form field given twice is refused, not merged.
+	p = b.form("/console/approvals", "/console/approvals/"+id+"/approve", url.Values{"comment": {"a", "b"}})
+	if p.status != http.StatusBadRequest || h.release() != "1\n" {
+		t.Fatalf("duplicated comment: %d, release %q", p.status, h.release())
+	}
+	if a := h.do("GET", "/v1/approvals/"+id, h.token("acme", "bob", "approver"), nil); a.str("status") != "pending" {
+		t.Fatalf("the approval changed: %s", a.raw)
+	}
+}
