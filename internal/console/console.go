@@ -257,18 +257,28 @@ func (s *Server) secure(r *http.Request) bool {
 
 type ctxKey int
 
-const sessionKey ctxKey = 0
+const signedKey ctxKey = 0
+
+// signed is a request of a live session: the session, shared by the
+// browser's concurrent requests and never written after it opened, and
+// the identity this request's own verification of its credential gave.
+type signed struct {
+	sess *session
+	id   *auth.Identity
+}
 
 // current is the request's session (set by signedIn).
 func current(r *http.Request) *session {
-	v, _ := r.Context().Value(sessionKey).(*session)
-	return v
+	if v, ok := r.Context().Value(signedKey).(signed); ok {
+		return v.sess
+	}
+	return nil
 }
 
 // identity is the request's verified identity.
 func identity(r *http.Request) *auth.Identity {
-	if v := current(r); v != nil {
-		return v.identity
+	if v, ok := r.Context().Value(signedKey).(signed); ok {
+		return v.id
 	}
 	return nil
 }
@@ -280,17 +290,16 @@ func (s *Server) signedIn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Cookie(s.cookieName(r))
 		var sess *session
+		var id *auth.Identity
 		if c != nil {
 			sess = s.sessions.get(c.Value)
 		}
 		if sess != nil {
-			id, err := s.verify(r.Context(), sess.token)
-			if err != nil {
+			var err error
+			if id, err = s.verify(r.Context(), sess.token); err != nil {
 				s.o.Logger.Info("console: session credential no longer verifies; session ended", "err", err)
 				s.sessions.end(c.Value)
 				sess = nil
-			} else {
-				sess.identity = id
 			}
 		}
 		if sess == nil {
@@ -304,12 +313,12 @@ func (s *Server) signedIn(next http.Handler) http.Handler {
 				return
 			}
 			if !sameSecret(r.PostForm.Get("csrf"), sess.csrf) {
-				s.o.Logger.Info("console: form without a valid CSRF token refused", "path", r.URL.Path, "principal", sess.identity.Principal)
+				s.o.Logger.Info("console: form without a valid CSRF token refused", "path", r.URL.Path, "principal", id.Principal)
 				s.fail(w, r, http.StatusForbidden, "The form has expired or did not come from this console. Nothing was changed; reload the page and try again.")
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey, sess)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), signedKey, signed{sess, id})))
 	})
 }
 

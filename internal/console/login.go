@@ -109,7 +109,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if old, _ := r.Cookie(s.cookieName(r)); old != nil {
 		s.sessions.end(old.Value) // a new sign-in replaces the browser's session, never adds to it
 	}
-	cookie, _ := s.sessions.open(token, "token", id, id.Expires)
+	cookie, _ := s.sessions.open(token, "token", id.Expires)
 	s.setCookie(w, r, s.loginCookieName(r), "", -1)
 	s.setCookie(w, r, s.cookieName(r), cookie, 0)
 	s.o.Logger.Info("console: signed in", "tenant", id.Tenant, "principal", id.Principal, "method", "token")

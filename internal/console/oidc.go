@@ -443,7 +443,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	if old, _ := r.Cookie(s.cookieName(r)); old != nil {
 		s.sessions.end(old.Value)
 	}
-	cookie, _ := s.sessions.open(at, "oidc", id, id.Expires)
+	cookie, _ := s.sessions.open(at, "oidc", id.Expires)
 	s.setCookie(w, r, s.cookieName(r), cookie, 0)
 	s.o.Logger.Info("console: signed in", "tenant", id.Tenant, "principal", id.Principal, "method", "oidc")
 	http.Redirect(w, r, orOverview(pl.next), http.StatusSeeOther)

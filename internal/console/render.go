@@ -119,9 +119,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		panic("console: no template " + page)
 	}
 	v.Version = s.o.Version
-	if sess := current(r); sess != nil && sess.identity != nil {
+	if sess, id := current(r), identity(r); sess != nil && id != nil {
 		v.Signed = true
-		v.Tenant, v.Who, v.Roles, v.Method = sess.identity.Tenant, sess.identity.Principal, sess.identity.Roles, sess.method
+		v.Tenant, v.Who, v.Roles, v.Method = id.Tenant, id.Principal, id.Roles, sess.method
 		v.CSRF = sess.csrf
 		v.Nav = nav(r)
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"sync"
 	"time"
-
-	"github.com/toolgate/toolgate/internal/auth"
 )
 
 // maxSessions bounds the sessions one process holds; opening one more
@@ -26,7 +24,6 @@ type session struct {
 	created  time.Time
 	expires  time.Time // created+session_ttl, or the credential's expiry if sooner
 	lastSeen time.Time
-	identity *auth.Identity // as last verified
 }
 
 // sessionStore holds the sessions of this process, by the SHA-256 of
@@ -57,11 +54,11 @@ func key(cookie string) [32]byte { return sha256.Sum256([]byte(cookie)) }
 
 // open records a session for a verified credential and returns the
 // cookie value that names it. credentialExpiry, when not zero, caps the
-// session's life.
-func (st *sessionStore) open(token, method string, id *auth.Identity, credentialExpiry time.Time) (string, *session) {
+// session's life. Only lastSeen changes afterwards, under the store's lock.
+func (st *sessionStore) open(token, method string, credentialExpiry time.Time) (string, *session) {
 	now := st.now()
 	s := &session{token: token, method: method, csrf: randomToken(), created: now, lastSeen: now,
-		expires: now.Add(st.ttl), identity: id}
+		expires: now.Add(st.ttl)}
 	if !credentialExpiry.IsZero() && credentialExpiry.Before(s.expires) {
 		s.expires = credentialExpiry
 	}

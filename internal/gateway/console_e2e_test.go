@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,4 +307,29 @@ func TestConsoleRefusesOversizedForms(t *testing.T) {
 	if a := h.do("GET", "/v1/approvals/"+id, h.token("acme", "bob", "approver"), nil); a.str("status") != "pending" {
 		t.Fatalf("the approval changed: %s", a.raw)
 	}
+}
+
+// A browser's concurrent requests share its session: each verifies the
+// credential on its own and none writes the shared record (the race
+// detector runs this in CI).
+func TestConsoleConcurrentRequestsOfOneSession(t *testing.T) {
+	h := start(t)
+	b := h.browser()
+	b.signIn(h.token("acme", "root", "auditor", "approver", "policy-admin"))
+	var wg sync.WaitGroup
+	for _, path := range []string{"/console/", "/console/audit", "/console/approvals", "/console/policy", "/console/", "/console/audit", "/console/approvals", "/console/policy"} {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, h.base+path, nil)
+			resp, err := b.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("%s: %d", path, resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
 }
