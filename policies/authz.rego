@@ -207,12 +207,15 @@ deny contains "file access must be read, list or write" if {
 
 # bash's file resources are its literal arguments (access "command"), the
 # paths its programs are known to write ("write": sort -o, tee, cp's
-# destination, ...) and its working folder ("list"). A "write" meets the
-# same write globs and approval_write as write-file.
-deny contains "a command's file resources must have access command, write or list" if {
+# destination, ...), the targets of its redirections ("read" for < FILE,
+# "write" for > FILE and >> FILE, each with "redirect": true) and its
+# working folder ("list"). A "read" meets the same read globs as
+# read-file, a "write" the same write globs and approval_write as
+# write-file.
+deny contains "a command's file resources must have access command, read, write or list" if {
 	input.tool.name == "bash"
 	some r in files
-	not object.get(r, "access", null) in {"command", "write", "list"}
+	not object.get(r, "access", null) in {"command", "read", "write", "list"}
 }
 
 deny contains sprintf("%s of %s is not allowed for your roles", [verb, r.path]) if {
@@ -478,29 +481,55 @@ capped(s) := s if count(s) <= 80
 
 capped(s) := concat("", [substring(s, 0, 77), "..."]) if count(s) > 80
 
-# A command that is not plain (redirects, substitutions, variables, …) may
-# run more than its segments show. The tenant's commands_non_plain decides:
+# A command that is not plain (substitutions, variables, loops, …) may run
+# more than its segments show. The tenant's commands_non_plain decides:
 # "approval" holds it for a human (its segments are still judged, so a
 # forbidden or unknown command is still denied); anything else denies it.
+# Redirections and here-documents hide nothing: a redirection's target is
+# a file resource of its own (judged above like the file tools' targets)
+# and a here-document is only text on standard input, so a command whose
+# only constructs are those is judged like a plain one.
 # Process resources carry no "plain": they were judged when they started.
 command_denials contains sprintf("commands with shell constructs (%s) are not allowed", [constructs_text(r)]) if {
 	some r in runnables
-	r.type == "command"
-	not r.plain == true
+	opaque(r)
 	not lib.tenant.commands_non_plain == "approval"
 }
 
 command_approvals contains sprintf("approval required: commands with shell constructs (%s) need a human", [constructs_text(r)]) if {
 	some r in runnables
-	r.type == "command"
-	not r.plain == true
+	opaque(r)
 	lib.tenant.commands_non_plain == "approval"
 }
 
-# constructs_text names what made a command not plain; "other" when the
-# resource does not say.
+# transparent_constructs are the constructs that hide nothing from policy.
+transparent_constructs := {"redirect", "heredoc"}
+
+# opaque(r) holds for a command resource that is not plain, unless it
+# names its constructs and every one is transparent.
+opaque(r) if {
+	r.type == "command"
+	not r.plain == true
+	not only_transparent(r)
+}
+
+only_transparent(r) if {
+	is_array(r.constructs)
+	count(r.constructs) > 0
+	every c in r.constructs {
+		c in transparent_constructs
+	}
+}
+
+opaque_constructs(r) := [c |
+	some c in r.constructs
+	not c in transparent_constructs
+]
+
+# constructs_text names what made a command not plain (beyond the
+# transparent constructs); "other" when the resource does not say.
 constructs_text(r) := concat(", ", names) if {
-	names := [c | some c in r.constructs; is_string(c)]
+	names := [c | some c in opaque_constructs(r); is_string(c)]
 	count(names) > 0
 } else := "other"
 

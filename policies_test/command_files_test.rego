@@ -150,3 +150,82 @@ test_single_link_is_ordinary[note] if {
 	d := authz.decision with input as request("acme", ["developer"], "read-file", [r])
 	d.allow
 }
+
+# redirect is the file resource of a redirection's target.
+redirect(path, access) := {"type": "file", "path": path, "access": access, "redirect": true}
+
+# Redirection targets are judged like the file tools' targets (issue 21):
+# a read like read-file, a write like write-file; a command whose only
+# constructs are redirections and here-documents hides nothing else.
+test_redirect_targets[note] if {
+	some note, c in {
+		"< a protected file": {
+			"tenant": "acme", "text": "wc -l < secrets/db.env", "argv": ["wc", "-l"],
+			"files": [redirect("secrets/db.env", "read"), listing(".")],
+			"constructs": ["redirect"],
+			"allow": false, "approval": false,
+			"reason": "access to secrets/db.env is not allowed: the path is protected",
+		},
+		"> a read-only path": {
+			"tenant": "acme", "text": "echo x > README.md", "argv": ["echo", "x"],
+			"files": [redirect("README.md", "write"), listing(".")],
+			"constructs": ["redirect"],
+			"allow": false, "approval": false,
+			"reason": "write to README.md is not allowed for your roles",
+		},
+		">> a protected path": {
+			"tenant": "acme", "text": "echo y >> secrets/db.env", "argv": ["echo", "y"],
+			"files": [object.union(redirect("secrets/db.env", "write"), {"mode": "append"}), listing(".")],
+			"constructs": ["redirect"],
+			"allow": false, "approval": false,
+			"reason": "access to secrets/db.env is not allowed: the path is protected",
+		},
+		"> a write path runs without a human": {
+			"tenant": "acme", "text": "sort in.txt > notes/out", "argv": ["sort", "in.txt"],
+			"files": [argument("in.txt"), redirect("notes/out", "write"), listing(".")],
+			"constructs": ["redirect"],
+			"allow": true, "approval": false,
+			"reason": "allowed: developer may write notes/**",
+		},
+		"a here-document into a write path": {
+			"tenant": "acme", "text": "cat > notes/a <<EOF\nx\nEOF", "argv": ["cat"],
+			"files": [redirect("notes/a", "write"), listing(".")],
+			"constructs": ["heredoc", "redirect"],
+			"allow": true, "approval": false,
+			"reason": "allowed: developer may run cat",
+		},
+		"> a path that needs approval": {
+			"tenant": "acme", "text": "echo 2 > release/VERSION", "argv": ["echo", "2"],
+			"files": [redirect("release/VERSION", "write"), listing(".")],
+			"constructs": ["redirect"],
+			"allow": true, "approval": true,
+			"reason": "approval required: writes to release/** need a human",
+		},
+		"< a file a viewer-like role cannot read": {
+			"tenant": "globex", "text": "cat < ../x", "argv": ["cat"],
+			"files": [object.union(redirect("../x", "read"), {"outside": true}), listing(".")],
+			"constructs": ["redirect"],
+			"allow": false, "approval": false,
+			"reason": "command argument ../x is outside the workspace",
+		},
+		"a redirect beside an opaque construct still needs a human": {
+			"tenant": "acme", "text": "echo $(pwd) > notes/d", "argv": ["echo", "$(pwd)"],
+			"files": [redirect("notes/d", "write"), listing(".")],
+			"constructs": ["command_substitution", "redirect"],
+			"allow": true, "approval": true,
+			"reason": "approval required: commands with shell constructs (command_substitution) need a human",
+		},
+	}
+	doc := request(c.tenant, ["developer"], "bash", array.concat([object.union(command(c.text, [c.argv]), {"plain": false, "constructs": c.constructs})], c.files))
+	d := authz.decision with input as doc
+	d.allow == c.allow
+	d.approval_required == c.approval
+	c.reason in d.reasons
+}
+
+test_redirect_access_must_be_known if {
+	doc := request("acme", ["developer"], "bash", [command("cat", [["cat"]]), {"type": "file", "path": "notes/a", "access": "exec", "redirect": true}, listing(".")])
+	d := authz.decision with input as doc
+	d.allow == false
+	"a command's file resources must have access command, read, write or list" in d.reasons
+}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/command"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/gateway"
@@ -47,7 +48,7 @@ func main() {
 	// The confinement helper re-executes this binary; it must do nothing
 	// but confine and exec the program.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.SubCommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+		os.Exit(sandbox.Main(os.Args[2:], sandbox.Payloads{command.PayloadName: command.RunInJail}))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

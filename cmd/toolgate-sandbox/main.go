@@ -1,6 +1,6 @@
 // Command toolgate-sandbox is the gateway's confinement helper on its own:
 // the same code as `gateway sandbox-exec`, in a binary that imports nothing
-// but the sandbox, so starting it costs well under a millisecond of
+// but the sandbox and the shell interpreter, so starting it costs well under a millisecond of
 // initialisation instead of the gateway's ~11 ms (OPA, JSON Schema,
 // Prometheus). The gateway uses it when it sits beside the gateway binary
 // (or sandbox.helper names it) and re-executes itself otherwise. It is not
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/toolgate/toolgate/internal/command"
 	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
@@ -19,5 +20,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "toolgate-sandbox is the gateway's confinement helper; the gateway starts it as %q\n", sandbox.SubCommand)
 		os.Exit(2)
 	}
-	os.Exit(sandbox.Main(os.Args[2:]))
+	os.Exit(sandbox.Main(os.Args[2:], sandbox.Payloads{command.PayloadName: command.RunInJail}))
 }

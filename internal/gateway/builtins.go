@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/sandbox"
@@ -41,7 +39,8 @@ var families = []family{
 	{
 		names: []string{"bash", "process-output", "process-input", "process-stop"},
 		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
-			opts := shell.Options{Confine: g.confine, Logger: g.log, Withheld: g.startJail()}
+			withheld := g.startJail()
+			opts := shell.Options{Runner: g.commandRunner(), Logger: g.log, Withheld: withheld}
 			sh, err := shell.New(opts)
 			if err != nil {
 				return nil, err
@@ -120,46 +119,47 @@ func (g *Gateway) startJail() string {
 		g.log.Error("commands withheld: the kernel cannot build the command jail", "reason", st.Reason)
 		return "commands withheld: " + st.Reason
 	}
+	// Files a jail creates are the jail user's on the host; the tenants'
+	// workspaces must be that user's for a jail to write in them.
+	for name, t := range g.cfg.Tenants {
+		if err := j.OwnWorkspace(t.Workspace); err != nil {
+			j.Close()
+			g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeJail, Reason: "cannot give the jail's user the workspace of tenant " + name}
+			g.log.Error("commands withheld: cannot give the jail's user a workspace", "tenant", name, "err", err)
+			return "commands withheld: " + g.jailStatus.Reason
+		}
+	}
 	g.jailer = j
 	g.closers = append(g.closers, j.Close)
 	return ""
 }
 
-// confine puts a program the shell tool is about to start in its jail,
-// built from the call's decision: the tenant's workspace (read-only but
-// for the write paths), hidden paths, the approved programs and exec
-// paths, network and resource limits. In landlock-only mode it applies the
-// older confinement (writes bounded to the workspace, no network). Any
-// failure refuses the program.
-func (g *Gateway) confine(cmd *exec.Cmd, c shell.Confinement) (func(), error) {
-	inside := false
-	for _, t := range g.cfg.Tenants {
-		if c.Workspace == t.Workspace && (cmd.Dir == t.Workspace || strings.HasPrefix(cmd.Dir, t.Workspace+string(filepath.Separator))) {
-			inside = true
+// commandRunner is how the shell tool's commands run: the whole command —
+// interpreter, redirections, globs, builtins and every program — in a jail
+// built from the call's decision, or in landlock-only mode under the older
+// confinement. A workspace that is no tenant's is refused.
+func (g *Gateway) commandRunner() shell.Runner {
+	allow := func(ws string) error {
+		for _, t := range g.cfg.Tenants {
+			if ws == t.Workspace {
+				return nil
+			}
 		}
-	}
-	if !inside {
-		return nil, fmt.Errorf("confine: the command's folder is in no workspace")
+		return errors.New("confine: the command's workspace is no tenant's")
 	}
 	if g.jailer == nil {
-		if g.cfg.Sandbox.Mode != sandbox.ModeLandlockOnly {
-			return nil, errors.New("confine: no command jail")
+		if g.cfg.Sandbox.Mode == sandbox.ModeLandlockOnly {
+			return shell.LandlockRunner{Self: g.self, Allow: allow}
 		}
-		return nil, sandbox.Wrap(cmd, sandbox.Policy{WritableDirs: []string{c.Workspace}}, g.self)
+		return nil
 	}
 	sb := g.cfg.Sandbox
-	lim := sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
-		FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles}.
-		Tighten(sandbox.Limits{MemoryBytes: c.Limits.MemoryBytes, MaxProcesses: c.Limits.MaxProcesses})
-	return g.jailer.Wrap(cmd, sandbox.Jail{
-		Workspace:  c.Workspace,
-		Hide:       c.Limits.ExcludePaths,
-		WritePaths: c.Limits.WritePaths,
-		Programs:   c.Programs,
-		ExecPaths:  c.Limits.ExecPaths,
-		Network:    c.Limits.Network,
-		Limits:     lim,
-	})
+	return shell.JailRunner{
+		Jailer: g.jailer,
+		Limits: sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
+			FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles},
+		Allow: allow,
+	}
 }
 
 // BuiltinNames lists every built-in tool this build offers.

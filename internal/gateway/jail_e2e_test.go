@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
 // The command jail attacked through the real HTTP server, as a tenant with
@@ -237,7 +239,7 @@ func TestJailHappyPaths(t *testing.T) {
 	})
 	ws := filepath.Join(h.dir, "ws/acme")
 	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", ws, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", ws, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "safe.directory=*"}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
@@ -257,6 +259,10 @@ func TestJailHappyPaths(t *testing.T) {
 	if out, err := warm.CombinedOutput(); err != nil {
 		t.Fatalf("warming the cache: %v %s", err, out)
 	}
+	// What root wrote into the workspace is the jail user's again, as the
+	// gateway makes it at start.
+	uid, gid := h.g.jailer.UID()
+	must(t, sandbox.ChownTree(ws, uid, gid))
 	r := h.bashCall(dev, "go test ./...", "src/mod")
 	if r.str("outcome") != "ok" || !strings.Contains(r.str("content"), "ok  \texample.com/mod") {
 		t.Fatalf("go test in the jail: %s", r.raw)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/command"
 	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
@@ -13,7 +14,7 @@ import (
 // mcpTestServerArg it is a stdio MCP server (mcp_e2e_test.go).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.SubCommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+		os.Exit(sandbox.Main(os.Args[2:], sandbox.Payloads{command.PayloadName: command.RunInJail}))
 	}
 	if len(os.Args) > 1 && os.Args[1] == mcpTestServerArg {
 		os.Exit(runStdioMCPServer())

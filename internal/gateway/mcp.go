@@ -259,6 +259,10 @@ func (g *Gateway) confineMCP(cmd *exec.Cmd, dir, prog string, network bool) (fun
 	if g.jailer == nil {
 		return nil, errors.New("no command jail (sandbox.mode jail on a kernel that can build it is required for stdio MCP upstreams)")
 	}
+	// The folder is the jail user's: what the server writes there is.
+	if err := g.jailer.OwnWorkspace(dir); err != nil {
+		return nil, err
+	}
 	sb := g.cfg.Sandbox
 	return g.jailer.Wrap(cmd, sandbox.Jail{
 		Workspace: dir,

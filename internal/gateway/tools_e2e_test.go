@@ -146,7 +146,10 @@ func TestBashBypassCorpusAgainstTheDefaultPack(t *testing.T) {
 		{"an unapproved program inside a substitution", acme, "echo $(id)", "denied", "command id is not allowed"},
 		{"no string prefix matching", acme, "lsblk", "denied", "lsblk"},
 		{"approval prefix", acme, "git push origin main", "approval_required", "approval required"},
-		{"redirect is a construct", globex, "echo hi > x", "denied", "redirect"},
+		{"a redirect's target is judged like write-file", acme, "echo hi > x", "denied", "write to x is not allowed"},
+		{"a redirect's source is judged like read-file", acme, "wc -l < secrets/db.env", "denied", "secrets/db.env is not allowed: the path is protected"},
+		{"a redirect out of the workspace", globex, "cat < ../acme/x", "denied", "outside the workspace"},
+		{"a redirect target that is not a literal path", globex, "echo hi > $HOME/x", "invalid_arguments", "a redirect target must be a literal path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bash(tc.token, tc.cmd)

@@ -45,15 +45,16 @@ const MechanismCgroupMemory = "cgroup-memory"
 const cgroupParent = "toolgate-jails"
 
 type memCgroups struct {
-	dir  string // .../memory/<own path>/toolgate-jails
-	swap bool   // memory.memsw.limit_in_bytes exists
-	seq  atomic.Uint64
+	dir   string // .../memory/<own path>/toolgate-jails
+	swap  bool   // memory.memsw.limit_in_bytes exists
+	owner string // this gateway process: "pid.start"
+	seq   atomic.Uint64
 }
 
 // findMemCgroups locates the gateway's cgroup v1 memory controller and
 // prepares the folder jails' cgroups go in. It returns nil and a reason
 // when per-jail memory is not available.
-func findMemCgroups() (*memCgroups, string) {
+func findMemCgroups(owner string) (*memCgroups, string) {
 	own, err := ownCgroupV1("memory")
 	if err != nil {
 		return nil, err.Error()
@@ -73,13 +74,17 @@ func findMemCgroups() (*memCgroups, string) {
 	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
 		m.swap = true
 	}
-	// Cgroups left by a gateway that did not exit cleanly: the empty ones
-	// go (busy ones fail to rmdir and stay).
+	m.owner = owner
+	// Cgroups left by a gateway that did not exit cleanly: those of a
+	// gateway process that no longer runs lose their processes and go;
+	// another live gateway's stay.
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), "j") {
-				_ = unix.Rmdir(filepath.Join(dir, e.Name()))
+			o, ok := cgroupOwner(e.Name())
+			if !e.IsDir() || !ok || processAlive(o) {
+				continue
 			}
+			killCgroup(filepath.Join(dir, e.Name()))
 		}
 	}
 	return m, ""
@@ -164,7 +169,7 @@ type jailCgroup struct {
 
 // create makes a cgroup limited to bytes of memory (and of memory+swap).
 func (m *memCgroups) create(bytes int64) (*jailCgroup, error) {
-	name := fmt.Sprintf("j%d-%d", os.Getpid(), m.seq.Add(1))
+	name := fmt.Sprintf("j%s-%d", m.owner, m.seq.Add(1))
 	dir := filepath.Join(m.dir, name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: creating the jail's cgroup: %v", errnoText(err))
@@ -210,6 +215,62 @@ func (cg *jailCgroup) close() {
 
 // remove deletes the cgroup folder; it fails while processes remain.
 func (cg *jailCgroup) remove() error { return unix.Rmdir(cg.dir) }
+
+// cgroupOwner parses the owner of a jail's cgroup from its name
+// ("j<pid>.<start>-<seq>").
+func cgroupOwner(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "j")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 {
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// killCgroup kills every process of the cgroup folder dir and removes it.
+func killCgroup(dir string) {
+	for range 3 {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			break
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		if unix.Rmdir(dir) == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = unix.Rmdir(dir)
+}
+
+// removeWhenEmpty removes the cgroup once the kernel has taken the jail's
+// last process out of it (the init just exited; the rest of its PID
+// namespace is being killed), trying for a bounded time in the
+// background; the start-up sweep removes what is left.
+func (cg *jailCgroup) removeWhenEmpty() {
+	if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
+		return
+	}
+	go func() {
+		delay := 10 * time.Millisecond
+		for i := 0; i < 12; i++ {
+			time.Sleep(delay)
+			if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
+				return
+			}
+			if delay < time.Second {
+				delay *= 2
+			}
+		}
+	}()
+}
 
 // removeAfter waits for the process pid (the jail's init) to exit, then
 // removes the cgroup once the kernel has taken the jail's other processes

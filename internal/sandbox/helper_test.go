@@ -17,12 +17,12 @@ func TestParseHelperArgs(t *testing.T) {
 		{
 			name: "all flags and program arguments that look like flags",
 			args: []string{"--write=/w1", "--write=/w2", "--read=/usr", "--net", "--argv0=ls", "--", "/usr/bin/ls", "-la", "--", "x"},
-			want: helperConfig{wsFD: -1, cgFD: -1, cgOOMFD: -1, uid: -1, gid: -1, write: []string{"/w1", "/w2"}, read: []string{"/usr"}, network: true, argv0: "ls", path: "/usr/bin/ls", args: []string{"-la", "--", "x"}},
+			want: helperConfig{write: []string{"/w1", "/w2"}, read: []string{"/usr"}, network: true, argv0: "ls", path: "/usr/bin/ls", args: []string{"-la", "--", "x"}},
 		},
 		{
 			name: "no directories means nothing writable",
 			args: []string{"--", "true"},
-			want: helperConfig{wsFD: -1, cgFD: -1, cgOOMFD: -1, uid: -1, gid: -1, path: "true", args: []string{}},
+			want: helperConfig{path: "true", args: []string{}},
 		},
 		{name: "program without -- is refused", args: []string{"--write=/w", "ls"}, wantErr: "missing --"},
 		{name: "bare program is refused", args: []string{"ls"}, wantErr: "missing --"},
@@ -66,7 +66,7 @@ func TestHelperArgsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := helperConfig{
-		wsFD: -1, cgFD: -1, cgOOMFD: -1, uid: -1, gid: -1, write: p.WritableDirs, read: p.ReadableDirs, network: true, argv0: "git",
+		write: p.WritableDirs, read: p.ReadableDirs, network: true, argv0: "git",
 		path: "/usr/bin/git", args: []string{"--", "-c", "--write=/etc"},
 	}
 	if !reflect.DeepEqual(cfg, want) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/gobwas/glob"
@@ -27,7 +26,9 @@ const (
 	MechanismNamespaces = "namespaces"
 	MechanismSeccomp    = "seccomp"
 	MechanismLimits     = "limits"
-	MechanismIDMap      = "idmapped-workspace"
+	// MechanismNoExec: every mount is noexec but the approved programs,
+	// their interpreters and libraries and the exec paths.
+	MechanismNoExec = "noexec"
 )
 
 // Default resource limits of a jailed program. Obligations only tighten
@@ -84,10 +85,11 @@ func (l Limits) Tighten(o Limits) Limits {
 // from the decision (obligations) and the prepared command.
 type Jail struct {
 	// Workspace is the host folder of the tenant's workspace (absolute).
-	// It is mounted at the same path inside the jail, and it is the only
-	// part of the host's files the program sees besides the read-only
-	// system folders.
+	// It is mounted at MountAt inside the jail ("" means the same path),
+	// and it is the only part of the host's files the program sees besides
+	// the read-only system folders.
 	Workspace string
+	MountAt   string
 	// Hide are workspace-relative globs (OPA glob.match with "/" as the
 	// delimiter) whose matches do not exist for the program: not
 	// readable, not listable, not writable.
@@ -97,70 +99,73 @@ type Jail struct {
 	// nil means the whole workspace is writable (hidden paths excepted).
 	WritePaths []string
 	// Programs are the absolute paths of the binaries the call's
-	// approved segments run; ExecPaths adds absolute paths or globs
-	// ("/usr/local/go/**"). Nothing else can be executed (the dynamic
-	// loader excepted).
+	// approved segments run (host paths; a program in the workspace is
+	// named by its host path too); ExecPaths adds absolute paths or globs
+	// ("/usr/local/go/**"; "/tmp/**" for the jail's own /tmp; globs under
+	// MountAt for the workspace). Nothing else can be executed or mapped
+	// executable: the programs' interpreters and the libraries they load
+	// excepted.
 	Programs  []string
 	ExecPaths []string
 	// Network gives the jail the host's network; otherwise it has its own
 	// network namespace with no interface and a seccomp filter that
-	// refuses non-unix sockets.
+	// refuses non-unix sockets. Abstract unix sockets and signals stay
+	// scoped to the jail either way.
 	Network bool
 	Limits  Limits
 }
 
-// maxJailArgs bounds how many path entries one jail may carry, so a hostile
-// workspace cannot make the helper's command line unbounded.
-const maxJailArgs = 4096
+// maxJailRules bounds how many path rules one jail may carry, so that a
+// hostile obligation cannot make a jail's spec unbounded.
+const maxJailRules = 4096
 
-// jailArgs encodes j as helper flags (after "--jail").
-func jailArgs(j Jail) ([]string, error) {
+// DefaultMountAt is where the shell's jails mount the tenant's workspace:
+// nothing of the host's paths is visible inside.
+const DefaultMountAt = "/workspace"
+
+// validate checks j before a jail is planned from it.
+func (j Jail) validate() error {
 	if !path.IsAbs(j.Workspace) || strings.ContainsRune(j.Workspace, 0) {
-		return nil, errors.New("sandbox: jail workspace must be an absolute path")
+		return errors.New("sandbox: jail workspace must be an absolute path")
 	}
-	if n := len(j.Hide) + len(j.WritePaths) + len(j.Programs) + len(j.ExecPaths); n > maxJailArgs {
-		return nil, fmt.Errorf("sandbox: jail has %d path rules, more than %d", n, maxJailArgs)
+	if j.MountAt != "" && (!path.IsAbs(j.MountAt) || path.Clean(j.MountAt) != j.MountAt || j.MountAt == "/" || reservedJailPath(j.MountAt)) {
+		return fmt.Errorf("sandbox: cannot mount the workspace at %q", j.MountAt)
 	}
-	out := []string{"--jail", "--ws=" + path.Clean(j.Workspace)}
+	if n := len(j.Hide) + len(j.WritePaths) + len(j.Programs) + len(j.ExecPaths); n > maxJailRules {
+		return fmt.Errorf("sandbox: jail has %d path rules, more than %d", n, maxJailRules)
+	}
 	for _, g := range j.Hide {
 		if err := checkGlob(g, false); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, "--hide="+g)
-	}
-	if j.WritePaths == nil {
-		out = append(out, "--ws-writable")
 	}
 	for _, g := range j.WritePaths {
 		if err := checkGlob(g, false); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, "--writable="+g)
 	}
 	for _, p := range j.Programs {
-		if !path.IsAbs(p) {
-			return nil, errors.New("sandbox: program paths must be absolute")
+		if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
+			return errors.New("sandbox: program paths must be absolute")
 		}
-		out = append(out, "--exec="+p)
 	}
 	for _, g := range j.ExecPaths {
 		if err := checkGlob(g, true); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, "--exec="+g)
 	}
-	if j.Network {
-		out = append(out, "--net")
+	return nil
+}
+
+// reservedJailPath reports paths the jail builds itself, where a workspace
+// cannot be mounted.
+func reservedJailPath(p string) bool {
+	for _, r := range []string{"/proc", "/dev", "/sys", "/etc", "/tmp", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
 	}
-	l := j.Limits.WithDefaults()
-	out = append(out,
-		"--mem="+strconv.FormatInt(l.MemoryBytes, 10),
-		"--nproc="+strconv.FormatInt(l.MaxProcesses, 10),
-		"--cpu="+strconv.FormatInt(l.CPUSeconds, 10),
-		"--fsize="+strconv.FormatInt(l.FileSizeBytes, 10),
-		"--nofile="+strconv.FormatInt(l.OpenFiles, 10),
-	)
-	return out, nil
+	return false
 }
 
 // checkGlob validates one glob of a jail: it must compile and be relative
@@ -213,7 +218,7 @@ type JailStatus struct {
 	// Ready is true when commands can run in this mode.
 	Ready bool `json:"ready"`
 	// Mechanisms names what is active: namespaces, landlock, seccomp,
-	// limits, idmapped-workspace.
+	// limits, noexec, cgroup-memory.
 	Mechanisms []string `json:"mechanisms"`
 	// UID and GID are the host ids jailed programs run as.
 	UID int `json:"uid"`
@@ -231,6 +236,9 @@ type JailStatus struct {
 	Helper string `json:"helper,omitempty"`
 	// Reason says why the jail is not ready. It never names host paths.
 	Reason string `json:"reason,omitempty"`
+	// Swept is how many jails of a previous gateway process (one that did
+	// not exit cleanly) the start-up sweep killed.
+	Swept int `json:"swept,omitempty"`
 }
 
 // JailerOptions configure NewJailer.
@@ -246,7 +254,9 @@ type JailerOptions struct {
 	// NoCgroup bounds memory per process (RLIMIT_DATA) even where a
 	// per-jail memory cgroup could be made.
 	NoCgroup bool
-	// Env is added to the environment of the probe run (tests use it to
-	// make their binary act as the helper).
+	// Env is the environment of the probe run.
 	Env []string
+	// LibraryDirs are more folders whose shared objects jailed programs
+	// may load, besides the system's (where libc lives).
+	LibraryDirs []string
 }

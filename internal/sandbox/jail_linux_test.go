@@ -81,6 +81,7 @@ func newJailWorkspace(t *testing.T) jailWorkspace {
 		must(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 	must(t, os.WriteFile(w.outside, []byte("GATEWAY SECRET\n"), 0o600))
+	must(t, testJailer(t).OwnWorkspace(w.ws))
 	return w
 }
 
@@ -233,11 +234,14 @@ touch /tmp/scratch; echo "tmp=$?"`
 	if b, _ := os.ReadFile(filepath.Join(w.ws, "notes/sorted")); string(b) != "todo\n" {
 		t.Errorf("notes/sorted = %q", b)
 	}
-	// Files the jail creates belong to the gateway's user on the host.
+	// Files the jail creates belong to the jail's user on the host, never
+	// to root (a set-user-ID file of root's would be a way up for anyone
+	// who can reach the workspace).
 	fi, err := os.Stat(filepath.Join(w.ws, "notes/sorted"))
 	must(t, err)
-	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
-		t.Errorf("created file owned by %d, want the gateway's %d", st.Uid, os.Getuid())
+	uid, gid := testJailer(t).UID()
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid || st.Uid == 0 {
+		t.Errorf("created file owned by %d:%d, want the jail's %d:%d", st.Uid, st.Gid, uid, gid)
 	}
 	// No write paths at all (nil) leaves the workspace writable, hidden
 	// paths excepted; an empty list makes it read-only.
@@ -518,15 +522,21 @@ func TestPlanWorkspaceWritePaths(t *testing.T) {
 	}
 }
 
-func TestJailArgsRefuseBadPaths(t *testing.T) {
+func TestJailRefusesBadPaths(t *testing.T) {
 	for _, jl := range []Jail{
 		{Workspace: "relative"},
 		{Workspace: "/ws", Hide: []string{"/abs"}},
 		{Workspace: "/ws", WritePaths: []string{"["}},
 		{Workspace: "/ws", ExecPaths: []string{"relative/**"}},
 		{Workspace: "/ws", Programs: []string{"sort"}},
+		{Workspace: "/ws", MountAt: "relative"},
+		{Workspace: "/ws", MountAt: "/"},
+		{Workspace: "/ws", MountAt: "/etc/ws"},
+		{Workspace: "/ws", MountAt: "/workspace/../etc"},
+		{Workspace: "/ws", ExecPaths: []string{"/etc/**"}},
+		{Workspace: "/ws", ExecPaths: []string{"/proc/self/exe"}},
 	} {
-		if _, err := jailArgs(jl); err == nil {
+		if _, err := testJailer(t).planner.plan(jl, -1, -1); err == nil {
 			t.Errorf("%+v accepted", jl)
 		}
 	}

@@ -312,3 +312,41 @@ func errnoText(err error) string {
 	}
 	return err.Error()
 }
+
+// restrictExec applies the jail's Landlock ruleset to the calling thread:
+// only paths (and the helper binary open as helperFD, which the init and
+// the payload are) may be executed; abstract unix sockets and signals are
+// scoped to the jail whatever the network (another tenant's jail shares
+// the host's network namespace when both have the network obligation);
+// without network, TCP connect and bind are refused too.
+func restrictExec(paths []string, helperFD int, network bool) error {
+	abi, err := landlockABI()
+	if err != nil || abi < 1 {
+		return fmt.Errorf("unavailable: %v", errnoText(err))
+	}
+	rights := rightsFor(abi)
+	attr := rulesetAttr{handledAccessFS: unix.LANDLOCK_ACCESS_FS_EXECUTE, scoped: rights.scoped}
+	if !network {
+		attr.handledAccessNet = rights.net
+	}
+	fd, err := createRuleset(&attr)
+	if err != nil {
+		return fmt.Errorf("creating ruleset: %v", errnoText(err))
+	}
+	defer unix.Close(fd)
+	for _, p := range paths {
+		if err := addRule(fd, p, unix.LANDLOCK_ACCESS_FS_EXECUTE, attr.handledAccessFS); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // a program that is not there cannot run anyway
+			}
+			return fmt.Errorf("exec rule: %v", errnoText(err))
+		}
+	}
+	if err := addPathRule(fd, &pathBeneathAttr{allowedAccess: unix.LANDLOCK_ACCESS_FS_EXECUTE, parentFd: int32(helperFD)}); err != nil {
+		return fmt.Errorf("helper rule: %v", errnoText(err))
+	}
+	if err := restrictSelf(fd); err != nil {
+		return fmt.Errorf("restrict_self: %v", errnoText(err))
+	}
+	return nil
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/command"
 )
 
 // Environment variables that turn the test binary into something other than
@@ -56,19 +58,11 @@ func closeErr(c io.Closer, err error) error {
 }
 
 func TestMain(m *testing.M) {
-	// Stage 2 of the jail helper is started by stage 1 (this binary as the
-	// helper, which has already dropped envHelper) with "--stage2" first.
-	if len(os.Args) > 2 && os.Args[1] == SubCommand && os.Args[2] == "--stage2" {
-		os.Exit(Main(os.Args[2:]))
-	}
-	if os.Getenv(envHelper) == "1" {
-		// The program the helper execs must not become a helper again.
+	// Every stage of the jail helper is this binary with the sub-command
+	// first (programs the helper starts never have it).
+	if len(os.Args) > 1 && os.Args[1] == SubCommand {
 		os.Unsetenv(envHelper)
-		if len(os.Args) < 2 || os.Args[1] != SubCommand {
-			fmt.Fprintln(os.Stderr, "test helper: missing sub-command")
-			os.Exit(2)
-		}
-		os.Exit(Main(os.Args[2:]))
+		os.Exit(Main(os.Args[2:], Payloads{command.PayloadName: command.RunInJail}))
 	}
 	if spec := os.Getenv(envProgram); spec != "" {
 		name, arg, _ := strings.Cut(spec, ":")

@@ -9,3 +9,14 @@ const (
 	auditArch            = unix.AUDIT_ARCH_X86_64
 	hasX32               = true
 )
+
+// modeSyscalls are the calls that set a file's mode, with the index of
+// their mode argument.
+var modeSyscalls = []struct {
+	nr  uint32
+	arg uint32
+}{
+	{unix.SYS_CHMOD, 1}, {unix.SYS_FCHMOD, 1}, {unix.SYS_FCHMODAT, 2}, {unix.SYS_FCHMODAT2, 2},
+	{unix.SYS_OPEN, 2}, {unix.SYS_OPENAT, 3}, {unix.SYS_CREAT, 1},
+	{unix.SYS_MKNOD, 1}, {unix.SYS_MKNODAT, 2},
+}

@@ -34,7 +34,8 @@ func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
-// A jail adds, whatever its network: no new user namespace (unshare or
+// A jail adds, whatever its network: no executable memory file, no
+// set-user-ID or set-group-ID mode, no openat2, no new user namespace (unshare or
 // clone with CLONE_NEWUSER fail with EPERM; clone3, whose flags a filter
 // cannot read, fails with ENOSYS so libc falls back to clone), and no
 // kernel keyring calls (keyrings are not namespaced). A user namespace
@@ -77,6 +78,32 @@ func seccompFilter(network, jail bool) []unix.SockFilter {
 	refuse(unix.SYS_IO_URING_SETUP, unix.ENOSYS)
 	if jail {
 		refuse(unix.SYS_CLONE3, unix.ENOSYS)
+		// openat2 takes its mode in a structure a filter cannot read:
+		// callers fall back to openat, whose mode it can.
+		refuse(unix.SYS_OPENAT2, unix.ENOSYS)
+		// memfd_create: an executable memory file is a program nothing
+		// approved (Landlock does not check files of internal mounts). Only
+		// MFD_NOEXEC_SEAL memory files are created; MFD_EXEC is refused.
+		prog = append(prog,
+			bpfJump(jeq, unix.SYS_MEMFD_CREATE, 0, 6),
+			bpfStmt(ld, seccompDataArg0+8),
+			bpfJump(jset, unix.MFD_EXEC, 2, 0),
+			bpfJump(jset, unix.MFD_NOEXEC_SEAL, 2, 0),
+			errno(unix.ENOSYS),
+			errno(unix.EPERM),
+			allow,
+		)
+		// No set-user-ID or set-group-ID bit, by any call that sets a mode:
+		// such a file would be a privileged program on the host.
+		for _, m := range modeSyscalls {
+			prog = append(prog,
+				bpfJump(jeq, m.nr, 0, 4),
+				bpfStmt(ld, seccompDataArg0+8*m.arg),
+				bpfJump(jset, unix.S_ISUID|unix.S_ISGID, 0, 1),
+				errno(unix.EPERM),
+				allow,
+			)
+		}
 		refuse(unix.SYS_KEYCTL, unix.EPERM)
 		refuse(unix.SYS_ADD_KEY, unix.EPERM)
 		refuse(unix.SYS_REQUEST_KEY, unix.EPERM)

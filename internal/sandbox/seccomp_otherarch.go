@@ -10,3 +10,8 @@ const (
 	auditArch            = 0
 	hasX32               = false
 )
+
+var modeSyscalls []struct {
+	nr  uint32
+	arg uint32
+}

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"mvdan.cc/sh/v3/syntax"
-
+	"github.com/toolgate/toolgate/internal/command"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/wspath"
 )
@@ -77,30 +77,32 @@ func newBash(sh *Shell) *Bash {
 // Spec returns the published description.
 func (t *Bash) Spec() *tools.Spec { return &t.spec }
 
-// bashArtifact is what bash runs: the parsed program itself, never its text
-// parsed again.
+// bashArtifact is what bash runs: the command exactly as decided (the
+// jail's interpreter parses it again and checks it prints to digest and
+// yields segments), where, and with which programs.
 type bashArtifact struct {
-	file       *syntax.File
 	command    string
+	digest     string
 	segments   [][]string
-	words      [][]*syntax.Word
 	cwd        string      // workspace-relative, symlink-free
 	cwdInfo    fs.FileInfo // identity checked at run time
 	timeout    time.Duration
 	background bool
-	pinned     map[string]pinnedProgram // the segments' programs, resolved here
+	pins       command.Pins // the segments' programs, resolved here (host paths)
+	redirects  []string     // the names a redirection may open, as the command sees them
 }
 
-// Prepare parses the command into the command resource.
+// Prepare parses the command into the command resource and the file
+// resources of its arguments and redirections.
 func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
 	if env == nil || env.Workspace == nil || env.Workspace.Root() == nil {
 		return tools.Plan{}, errNoWorkspace
 	}
-	command, err := requiredString(args, "command")
+	text, err := requiredString(args, "command")
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	if command == "" || utf8.RuneCountInString(command) > maxCommandRunes {
+	if text == "" || utf8.RuneCountInString(text) > maxCommandRunes {
 		return tools.Plan{}, &tools.ArgError{Pointer: "/command", Rule: "must be 1 to " + strconv.Itoa(maxCommandRunes) + " characters"}
 	}
 	maxMS := int(t.sh.lim.MaxTimeout.Milliseconds())
@@ -122,19 +124,41 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	if background && env.SessionID == "" {
 		return tools.Plan{}, errNoSession
 	}
-	file, err := parseCommand(command)
+	file, err := command.Parse(text)
 	if err != nil {
 		return tools.Plan{}, &tools.ArgError{Pointer: "/command", Rule: "does not parse as a shell command"}
 	}
 	if len(file.Stmts) == 0 {
 		return tools.Plan{}, &tools.ArgError{Pointer: "/command", Rule: "contains no command"}
 	}
-	rel, info, err := resolveDir(env.Workspace.Root(), "/cwd", cwd)
+	root := env.Workspace.Root()
+	rel, info, err := resolveDir(root, "/cwd", cwd)
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	a := analyze(file, command)
-	files, err := argumentFiles(env.Workspace.Root(), rel, a.segments)
+	digest, err := command.Digest(file)
+	if err != nil {
+		return tools.Plan{}, &tools.ArgError{Pointer: "/command", Rule: "does not parse as a shell command"}
+	}
+	a := command.Analyze(file, text)
+	mountAt := t.sh.mountAt(env.Workspace.Dir())
+	sc := scan{root: root, mountAt: mountAt, bases: commandBases(root, rel, a.Segments)}
+	files, err := sc.argumentFiles(a.Segments)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	rds, err := command.Redirects(file, text, mountAt)
+	if errors.Is(err, command.ErrDynamicRedirect) {
+		return tools.Plan{}, &tools.ArgError{Pointer: "/command", Rule: ruleDynamicRedirect}
+	}
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	redirectFiles, err := sc.redirectFiles(rds)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	files, err = mergeFiles(files, redirectFiles)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -143,10 +167,10 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 	resources := make([]tools.Resource, 0, len(files)+2)
 	resources = append(resources, tools.Resource{
 		"type":       "command",
-		"command":    command,
-		"segments":   segmentsValue(a.segments),
-		"plain":      a.plain,
-		"constructs": stringsValue(a.constructs),
+		"command":    text,
+		"segments":   segmentsValue(a.Segments),
+		"plain":      a.Plain,
+		"constructs": stringsValue(a.Constructs),
 		"cwd":        rel,
 		"background": background,
 	})
@@ -161,20 +185,20 @@ func (t *Bash) Prepare(_ context.Context, env *tools.Env, args map[string]any) (
 		Args:      out,
 		Resources: resources,
 		Artifact: &bashArtifact{
-			file:       file,
-			command:    command,
-			segments:   a.segments,
-			words:      a.words,
+			command:    text,
+			digest:     digest,
+			segments:   a.Segments,
 			cwd:        rel,
 			cwdInfo:    info,
 			timeout:    time.Duration(timeoutMS) * time.Millisecond,
 			background: background,
-			pinned:     pinPrograms(a.segments, filepath.Join(env.Workspace.Dir(), filepath.FromSlash(rel)), t.sh.env.path),
+			pins:       command.PinPrograms(a.Segments, filepath.Join(env.Workspace.Dir(), filepath.FromSlash(rel)), t.sh.env.path),
+			redirects:  redirectNames(rds, path.Join(mountAt, rel), a.Segments),
 		},
 	}, nil
 }
 
-// Run executes the prepared program.
+// Run executes the prepared command in its jail.
 func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.Limits) (tools.Result, error) {
 	a, ok := artifact.(*bashArtifact)
 	if !ok {
@@ -183,7 +207,7 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if env == nil || env.Workspace == nil || env.Workspace.Root() == nil {
 		return tools.Result{}, errNoWorkspace
 	}
-	if t.sh.opts.Withheld != "" {
+	if t.sh.opts.Withheld != "" || t.sh.opts.Runner == nil {
 		return tools.Result{}, errWithheld
 	}
 	root, wsDir := env.Workspace.Root(), env.Workspace.Dir()
@@ -191,21 +215,12 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if err != nil || rel != a.cwd || !wspath.SameIdentity(info, a.cwdInfo) {
 		return tools.Result{}, fmt.Errorf("shell: working folder: %w", tools.ErrTargetChanged)
 	}
-	e := &execution{
-		file:     a.file,
-		approved: buildApproved(a.words, wsDir),
-		root:     root,
-		wsDir:    wsDir,
-		dir:      filepath.Join(wsDir, filepath.FromSlash(rel)),
-		env:      t.sh.env.build(wsDir),
-		path:     t.sh.env.path,
-		confine:  t.sh.opts.Confine,
-		conf:     Confinement{Workspace: wsDir, Programs: programPaths(a.pinned), Limits: lim},
-		pinned:   a.pinned,
-		groups:   map[int]struct{}{},
+	j, err := t.sh.newJob(a, wsDir, lim)
+	if err != nil {
+		return tools.Result{}, err
 	}
 	if a.background {
-		id, err := t.sh.sup.start(env.Tenant, env.SessionID, a, e)
+		id, err := t.sh.sup.start(env.Tenant, env.SessionID, env.Principal, a, j)
 		if err != nil {
 			return tools.Result{}, err
 		}
@@ -214,11 +229,12 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 			Data:    map[string]any{"process_id": id},
 		}, nil
 	}
-	return t.runForeground(ctx, a, e, lim)
+	return t.runForeground(ctx, a, j, lim)
 }
 
-// runForeground runs e to its end or its time limit and shapes the result.
-func (t *Bash) runForeground(ctx context.Context, a *bashArtifact, e *execution, lim tools.Limits) (tools.Result, error) {
+// runForeground runs the job to its end or its time limit and shapes the
+// result.
+func (t *Bash) runForeground(ctx context.Context, a *bashArtifact, j *job, lim tools.Limits) (tools.Result, error) {
 	timeout := effectiveTimeout(ctx, a.timeout, lim)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -233,24 +249,27 @@ func (t *Bash) runForeground(ctx context.Context, a *bashArtifact, e *execution,
 		max = t.sh.lim.MaxOutputBytes
 	}
 	capture := newHeadTail(max - noticeReserve)
-	e.out = capture
-	e.killCtx = runCtx
-
-	code, runErr := e.run(runCtx)
-	ended := runCtx.Err() // before cancel: why the run stopped, if it was stopped
-	cancel()
-	e.finish()
+	if err := j.start(nil, capture); err != nil {
+		return tools.Result{}, err
+	}
+	ended := j.wait(runCtx)
 	timedOut := false
 	switch {
-	case runErr == nil:
 	case ended == nil:
-		return tools.Result{}, runErr
 	case errors.Is(ctx.Err(), context.Canceled):
 		return tools.Result{}, fmt.Errorf("shell: %w", ctx.Err())
 	case errors.Is(ended, context.DeadlineExceeded):
-		timedOut, code = true, timedOutStatus
+		timedOut = true
 	default: // Close canceled it: the gateway is shutting down
 		return tools.Result{}, errClosed
+	}
+	ex, rep, err := j.result()
+	if err != nil {
+		return tools.Result{}, err
+	}
+	code := ex.Code
+	if timedOut {
+		code = timedOutStatus
 	}
 
 	text, truncated, total := capture.finish()
@@ -262,22 +281,25 @@ func (t *Bash) runForeground(ctx context.Context, a *bashArtifact, e *execution,
 			b.WriteByte('\n')
 		}
 	}
+	if ex.OOM {
+		newline()
+		b.WriteString(memoryNotice)
+	}
 	if timedOut {
 		newline()
-		b.WriteString("[timed out after " + formatSeconds(timeout) + "; process group killed]\n")
+		b.WriteString("[timed out after " + formatSeconds(timeout) + "; every process of the command killed]\n")
 	}
 	newline()
 	b.WriteString("[exit code: " + strconv.Itoa(code) + "]")
 
-	refused, refusedOpens := e.refusals()
 	return tools.Result{
 		Content: b.String(),
 		Data: map[string]any{
 			"exit_code":     float64(code),
 			"truncated":     truncated,
 			"timed_out":     timedOut,
-			"refused":       stringsValue(refused),
-			"refused_files": float64(refusedOpens),
+			"refused":       stringsValue(rep.Refused),
+			"refused_files": float64(rep.RefusedOpens),
 		},
 		Bytes:     int(total),
 		Truncated: truncated,

@@ -27,6 +27,9 @@ func newTestShell(t testing.TB, opts Options) *Shell {
 			return ""
 		}
 	}
+	if opts.Runner == nil && opts.Withheld == "" {
+		opts.Runner = JailRunner{Jailer: testJailer(t)}
+	}
 	sh, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +42,7 @@ func newTestShell(t testing.TB, opts Options) *Shell {
 func testEnv(t testing.TB, tenant, session string) (*tools.Env, string) {
 	t.Helper()
 	dir := t.TempDir()
+	ownWorkspace(t, dir)
 	ws, err := tools.OpenWorkspace(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +67,16 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	ownWorkspace(t, dir)
+}
+
+// ownWorkspace gives the jail's user the workspace at dir, as the gateway
+// does at start.
+func ownWorkspace(t testing.TB, dir string) {
+	t.Helper()
+	if err := testJailer(t).OwnWorkspace(dir); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -114,8 +128,10 @@ func commandResource(t testing.TB, plan tools.Plan) tools.Resource {
 	}
 	n := len(plan.Resources)
 	for _, r := range plan.Resources[1 : n-1] {
-		if r["type"] != "file" || (r["access"] != "command" && r["access"] != "write") {
-			t.Fatalf("resources after the command must be its argument files: %v", r)
+		arg := r["access"] == "command" || r["access"] == "write"
+		redirect := r["redirect"] == true && (r["access"] == "read" || r["access"] == "write")
+		if r["type"] != "file" || !(arg || redirect) {
+			t.Fatalf("resources after the command must be its argument and redirect files: %v", r)
 		}
 	}
 	if last := plan.Resources[n-1]; n < 2 || last["type"] != "file" || last["access"] != "list" || last["path"] != plan.Resources[0]["cwd"] {

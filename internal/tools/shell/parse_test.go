@@ -3,7 +3,6 @@ package shell
 import (
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/wspath"
@@ -157,25 +156,4 @@ func TestCwdSymlinkEscapeIsRefused(t *testing.T) {
 		_, err := bashTool(sh).Prepare(t.Context(), env, map[string]any{"command": "ls", "cwd": cwd})
 		argErr(t, err, "/cwd", "must stay inside the workspace")
 	}
-}
-
-// Commands are prepared concurrently (a batch prepares its calls at once):
-// analysis must share no state. Run with -race.
-func TestAnalyzeIsSafeConcurrently(t *testing.T) {
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := parseCommand("sleep 1 && echo 'a b' done")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if a := analyze(f, "sleep 1 && echo 'a b' done"); !a.plain || len(a.segments) != 2 || a.segments[1][1] != "a b" {
-				t.Errorf("analysis %+v", a)
-			}
-		}()
-	}
-	wg.Wait()
 }

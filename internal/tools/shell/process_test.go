@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/command"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/tools"
@@ -192,7 +194,7 @@ func TestOutputCursorBeforeTheRetainedWindowReportsDroppedBytes(t *testing.T) {
 func TestOutputWaitReturnsWhenOutputArrives(t *testing.T) {
 	sh := newTestShell(t, Options{})
 	env, _ := testEnv(t, "acme", "s-1")
-	id := startBackground(t, sh, env, "sh -c 'sleep 0.2; echo late; sleep 30'")
+	id := startBackground(t, sh, env, "sleep 0.2; echo late; sleep 30")
 	text, _, o := readUntil(t, sh, env, id, 0, "late\n")
 	if text != "late\n" || o.Status != StateRunning || o.ExitCode != nil {
 		t.Errorf("text %q state %+v", text, o)
@@ -286,19 +288,19 @@ func TestBackgroundRefusesUnapprovedPrograms(t *testing.T) {
 	env, _ := testEnv(t, "acme", "s-1")
 	id := startBackground(t, sh, env, "for c in echo id; do $c hi; done")
 	text, _, o := readUntil(t, sh, env, id, 0, "\x00never")
-	if text != "hi\n"+refusedNotice || o.Status != StateExited || *o.ExitCode != 126 {
+	if text != "hi\n"+command.RefusedNotice || o.Status != StateExited || *o.ExitCode != 126 {
 		t.Errorf("output %q final %+v", text, o)
 	}
 }
 
 func TestCloseKillsEveryProcessTree(t *testing.T) {
-	sh, err := New(Options{})
+	sh, err := New(Options{Runner: JailRunner{Jailer: testJailer(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env, _ := testEnv(t, "acme", "s-1")
 	marker := fmt.Sprintf("41.%06d", rand.IntN(1000000))
-	cmd := fmt.Sprintf("sh -c 'trap \"\" TERM; sleep %s & sleep %s'", marker, marker)
+	cmd := fmt.Sprintf("sh -c 'trap \"\" TERM; sleep %s & sleep %s' || sleep 0", marker, marker)
 	ids := []string{startBackground(t, sh, env, cmd), startBackground(t, sh, otherEnv(env, "globex", "s-9"), cmd)}
 
 	// A foreground command in flight is ended too.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -71,11 +71,9 @@ func (l Limits) withDefaults() Limits {
 
 // Options configure New.
 type Options struct {
-	// Confine, when set, is called on every exec.Cmd after it is fully
-	// configured and before Start (the OS jail hook), with what the call
-	// was decided with. An error fails the call closed: nothing of that
-	// program runs. release, when not nil, is called once Start returned.
-	Confine func(cmd *exec.Cmd, c Confinement) (release func(), err error)
+	// Runner runs every command: the interpreter and everything it starts,
+	// in a jail built from the decision. nil withholds the command tools.
+	Runner Runner
 	// Withheld, when not empty, withholds every shell tool from every
 	// caller (they answer "tool unavailable"): the reason, for audit, why
 	// commands cannot run safely here (e.g. the kernel cannot build the
@@ -92,12 +90,24 @@ type Options struct {
 	Logger *slog.Logger     // nil means slog.Default()
 }
 
-// Confinement is what the OS jail of one program is built from.
+// Runner runs decided commands outside the gateway.
+type Runner interface {
+	// Path is where the workspace at the host folder host appears to a
+	// command (sandbox.DefaultMountAt in the jail).
+	Path(host string) string
+	// Start runs the shell interpreter (sandbox payload
+	// command.PayloadName) with spec, the command.Spec as JSON, in a jail
+	// built from c; stdin nil means /dev/null, out gets stdout and stderr
+	// as one stream.
+	Start(c Confinement, spec []byte, stdin, out *os.File) (*sandbox.Running, error)
+}
+
+// Confinement is what the jail of one command is built from.
 type Confinement struct {
 	// Workspace is the host folder of the call's workspace.
 	Workspace string
-	// Programs are the absolute paths of the approved programs of the call,
-	// resolved when it was prepared.
+	// Programs are the absolute host paths of the approved programs of
+	// the call, resolved when it was prepared.
 	Programs []string
 	// Limits are the call's limits, obligations applied (write paths, exec
 	// paths, resource limits, network, hidden paths).
@@ -202,8 +212,8 @@ func newEnvTemplate(allow []string, getenv func(string) string) (envTemplate, er
 	return t, nil
 }
 
-// build returns the environment of one call whose workspace folder is
-// home. git never looks for a repository above the workspace
+// build returns the environment of one call whose workspace folder (as
+// the command sees it) is home. git never looks for a repository above the workspace
 // (GIT_CEILING_DIRECTORIES is the workspace's parent: a workspace that is
 // not a repository must not discover the gateway's own checkout around
 // it) and never reads the host's /etc/gitconfig (GIT_CONFIG_NOSYSTEM).
@@ -219,7 +229,7 @@ func (t envTemplate) build(home string) []string {
 		out = append(out, "HOME="+home)
 	}
 	return append(out,
-		"GIT_CEILING_DIRECTORIES="+filepath.Dir(filepath.Clean(home)),
+		"GIT_CEILING_DIRECTORIES="+path.Dir(path.Clean(home)),
 		"GIT_CONFIG_NOSYSTEM=1")
 }
 

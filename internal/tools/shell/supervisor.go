@@ -51,20 +51,20 @@ func newSupervisor(lim Limits, now func() time.Time, log *slog.Logger) *Supervis
 	return &Supervisor{lim: lim, now: now, log: log, base: base, kill: kill, procs: map[string]*Process{}}
 }
 
-// Process is one background command.
+// Process is one background command: one jail.
 type Process struct {
 	id       string
 	tenant   string
 	session  string
+	owner    string // the principal that started it
 	command  string
 	segments [][]string
 	started  time.Time
 	out      *outputRing
-	ex       *execution
+	job      *job
 	done     chan struct{}
 
-	stopInterp context.CancelFunc // the interpreter starts nothing new
-	killAll    context.CancelFunc // SIGKILL every group
+	killAll context.CancelFunc // ends the jail now
 
 	inMu        sync.Mutex
 	stdin       *os.File // write end; nil once closed
@@ -113,8 +113,9 @@ func (s *Supervisor) track(stop context.CancelFunc) (release func(), err error) 
 	}, nil
 }
 
-// start launches a background execution of a for (tenant, session).
-func (s *Supervisor) start(tenant, session string, a *bashArtifact, e *execution) (string, error) {
+// start launches a background job of a for (tenant, session), started by
+// principal owner.
+func (s *Supervisor) start(tenant, session, owner string, a *bashArtifact, j *job) (string, error) {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return "", err
@@ -145,42 +146,46 @@ func (s *Supervisor) start(tenant, session string, a *bashArtifact, e *execution
 	}
 	id := s.newIDLocked()
 	killCtx, killAll := context.WithTimeout(s.base, s.lim.Lifetime)
-	interpCtx, stopInterp := context.WithCancel(killCtx)
 	p := &Process{
-		id: id, tenant: tenant, session: session, command: a.command,
+		id: id, tenant: tenant, session: session, owner: owner, command: a.command,
 		segments: a.segments, started: s.now(),
-		out:        newOutputRing(s.lim.RetainedOutput),
-		ex:         e,
-		done:       make(chan struct{}),
-		stopInterp: stopInterp, killAll: killAll,
-		stdin: stdinW, state: StateRunning,
+		out:     newOutputRing(s.lim.RetainedOutput),
+		job:     j,
+		done:    make(chan struct{}),
+		killAll: killAll,
+		stdin:   stdinW, state: StateRunning,
 	}
-	e.out = p.out
-	e.stdin = stdinR
-	e.killCtx = killCtx
+	err = j.start(stdinR, p.out)
+	stdinR.Close()
+	if err != nil {
+		s.mu.Unlock()
+		killAll()
+		stdinW.Close()
+		return "", err
+	}
 	s.procs[id] = p
 	s.wg.Add(1)
 	s.mu.Unlock()
 
-	go s.run(p, interpCtx, killCtx, stdinR)
+	go s.run(p, killCtx)
 	return id, nil
 }
 
-// run drives one background process to its end.
-func (s *Supervisor) run(p *Process, interpCtx, killCtx context.Context, stdinR *os.File) {
+// run drives one background process to its end: the jail ending on its
+// own, or killed at the end of its lifetime, on escalation of a stop, or
+// when the supervisor closes.
+func (s *Supervisor) run(p *Process, killCtx context.Context) {
 	defer s.wg.Done()
-	code, err := p.ex.run(interpCtx)
-	if err != nil && interpCtx.Err() == nil {
+	ended := p.job.wait(killCtx)
+	ex, _, err := p.job.result()
+	code := ex.Code
+	if err != nil {
 		s.log.Error("background command failed", "process_id", p.id, "tenant", p.tenant, "err", err)
 		p.out.Write([]byte(failedNotice))
 		code = failedStatus
+	} else if ex.OOM {
+		p.out.Write([]byte(memoryNotice))
 	}
-	if p.stopping() {
-		// Let the rest of the tree handle SIGTERM until stop escalates.
-		p.ex.waitIdle(killCtx.Done())
-	}
-	p.ex.finish()
-	stdinR.Close()
 	p.inMu.Lock()
 	if p.stdin != nil {
 		p.stdin.Close()
@@ -191,10 +196,10 @@ func (s *Supervisor) run(p *Process, interpCtx, killCtx context.Context, stdinR 
 
 	p.mu.Lock()
 	switch {
-	case p.stopRequested || killCtx.Err() != nil:
+	case p.stopRequested || ended != nil:
 		p.state = StateKilled
 		p.exitCode = terminatedStatus
-		if p.escalated || killCtx.Err() != nil {
+		if p.escalated || ended != nil {
 			p.exitCode = killedStatus
 		}
 	default:
@@ -203,7 +208,6 @@ func (s *Supervisor) run(p *Process, interpCtx, killCtx context.Context, stdinR 
 	}
 	p.ended = s.now()
 	p.mu.Unlock()
-	p.stopInterp()
 	p.killAll()
 	close(p.done)
 }
@@ -220,8 +224,9 @@ func (p *Process) stopping() bool {
 	return p.stopRequested
 }
 
-// stop sends SIGTERM to every group of the process and SIGKILL after
-// grace (or when ctx ends first), then waits until it is reaped.
+// stop asks every process of the jail to end (SIGTERM from the jail's
+// init), ends the jail after grace (or when ctx ends first), and waits
+// until it has.
 func (p *Process) stop(ctx context.Context, grace time.Duration) {
 	p.mu.Lock()
 	if p.state != StateRunning {
@@ -231,8 +236,7 @@ func (p *Process) stop(ctx context.Context, grace time.Duration) {
 	p.stopRequested = true
 	p.mu.Unlock()
 
-	p.stopInterp()
-	p.ex.signalAll(syscall.SIGTERM)
+	p.job.run.Stop()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

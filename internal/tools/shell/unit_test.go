@@ -63,45 +63,6 @@ func TestToolsArePublishedInOrderWithValidSchemas(t *testing.T) {
 	}
 }
 
-func TestArgvMatching(t *testing.T) {
-	sh := newTestShell(t, Options{})
-	env, _ := testEnv(t, "acme", "s-1")
-	cases := []struct {
-		command string
-		argv    []string
-		want    bool
-	}{
-		{"git log -1", []string{"git", "log", "-1"}, true},
-		{"git log -1", []string{"git", "log"}, false},
-		{"git log -1", []string{"git", "log", "-1", "x"}, false},
-		{`echo "a;b"`, []string{"echo", "a;b"}, true},
-		{`echo "a;b"`, []string{"echo", "a", "b"}, false},
-		{"ls *.go", []string{"ls", "a.go", "b.go"}, true},
-		{"ls *.go", []string{"ls", "*.go"}, true}, // no match: the word stays
-		{"ls *.go", []string{"ls"}, false},
-		{"ls *.go", []string{"ls", "a.go", "x.txt"}, false},
-		{"ls *.go", []string{"ls", "dir/a.go"}, false},
-		{"ls '*'.go", []string{"ls", "a.go"}, false}, // quoted: literal
-		{"cp *.go dst/", []string{"cp", "a.go", "b.go", "dst/"}, true},
-		{"cp *.go dst/", []string{"cp", "dst/"}, false},
-		{"touch {a,b}.txt", []string{"touch", "a.txt", "b.txt"}, true},
-		{"touch {a,b}.txt", []string{"touch", "a.txt"}, false},
-		{"ls ~/x", []string{"ls", env.Workspace.Dir() + "/x"}, true},
-		{"ls ~/x", []string{"ls", "/root/x"}, false},
-		{"$c hi", []string{"id", "hi"}, false},
-		{"ls $d", []string{"ls", "$d"}, false},
-		{"ls $d", []string{"ls"}, false},
-	}
-	for _, c := range cases {
-		plan := mustPrepare(t, bashTool(sh), env, map[string]any{"command": c.command})
-		a := plan.Artifact.(*bashArtifact)
-		set := buildApproved(a.words, env.Workspace.Dir())
-		if got := set.match(c.argv); got != c.want {
-			t.Errorf("%q matches %q = %v, want %v", c.command, c.argv, got, c.want)
-		}
-	}
-}
-
 func TestHeadTailKeepsBothEndsOnRuneBoundaries(t *testing.T) {
 	c := newHeadTail(20)
 	c.Write([]byte("héllo wörld "))

@@ -15,6 +15,9 @@ const (
 	accessWrite = "write"
 	// accessList is the working folder: the command can list it.
 	accessList = "list"
+	// accessRead is a file a redirection reads (< FILE): judged like
+	// read-file.
+	accessRead = "read"
 )
 
 // argUse is one path a command names and how its program uses it.

@@ -1,4 +1,4 @@
-package shell
+package command
 
 import (
 	"slices"
@@ -33,22 +33,27 @@ const (
 	cOther      = "other"
 )
 
-// analysis is what prepare learns about a parsed command.
-type analysis struct {
-	segments   [][]string // what policy sees
-	words      [][]*syntax.Word
-	plain      bool
-	constructs []string // sorted, unique
+// Analysis is what the gateway learns about a parsed command, and what
+// the interpreter in the jail learns again from its own parse.
+type Analysis struct {
+	// Segments are the argv of every simple command: what policy sees.
+	Segments [][]string
+	// Words are the syntax words of each segment, for matching what runs.
+	Words [][]*syntax.Word
+	// Plain is true only for a chain of literal calls.
+	Plain bool
+	// Constructs name what made the command not plain: sorted, unique.
+	Constructs []string
 }
 
-// parseCommand parses src as Bash. A parse error is the caller's ArgError.
-func parseCommand(src string) (*syntax.File, error) {
+// Parse parses src as Bash.
+func Parse(src string) (*syntax.File, error) {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 }
 
-// analyze derives segments, plainness and constructs from f, whose source
+// Analyze derives segments, plainness and constructs from f, whose source
 // text is src.
-func analyze(f *syntax.File, src string) analysis {
+func Analyze(f *syntax.File, src string) Analysis {
 	found := map[string]bool{}
 	// A here-document body is not a shell word: "*" in it is text, not a
 	// glob. Its expansions ($x, $(…)) are still found below it.
@@ -69,26 +74,26 @@ func analyze(f *syntax.File, src string) analysis {
 		}
 		return true
 	})
-	a := analysis{plain: len(found) == 0}
-	if a.plain {
+	a := Analysis{Plain: len(found) == 0}
+	if a.Plain {
 		// Every statement is a chain of literal calls: the segments are
 		// their argv in order, nothing else can run.
 		for _, st := range f.Stmts {
 			if !a.collectPlain(st) {
 				// A node this analysis does not know: never call it plain.
-				a.plain = false
+				a.Plain = false
 				found[cOther] = true
 			}
 		}
-		if a.plain {
+		if a.Plain {
 			return a
 		}
-		a.segments, a.words = nil, nil
+		a.Segments, a.Words = nil, nil
 	}
 	for c := range found {
-		a.constructs = append(a.constructs, c)
+		a.Constructs = append(a.Constructs, c)
 	}
-	slices.Sort(a.constructs)
+	slices.Sort(a.Constructs)
 	// Every simple command anywhere in the program, in source order, with
 	// non-literal words as their source text.
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -101,8 +106,8 @@ func analyze(f *syntax.File, src string) analysis {
 					seg[i] = wordSource(w, src)
 				}
 			}
-			a.segments = append(a.segments, seg)
-			a.words = append(a.words, ce.Args)
+			a.Segments = append(a.Segments, seg)
+			a.Words = append(a.Words, ce.Args)
 		}
 		return true
 	})
@@ -111,7 +116,7 @@ func analyze(f *syntax.File, src string) analysis {
 
 // collectPlain appends the argv of each call of a plain statement and
 // reports whether the statement really is a chain of literal calls.
-func (a *analysis) collectPlain(st *syntax.Stmt) bool {
+func (a *Analysis) collectPlain(st *syntax.Stmt) bool {
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		if len(c.Args) == 0 {
@@ -125,8 +130,8 @@ func (a *analysis) collectPlain(st *syntax.Stmt) bool {
 			}
 			seg[i] = v
 		}
-		a.segments = append(a.segments, seg)
-		a.words = append(a.words, c.Args)
+		a.Segments = append(a.Segments, seg)
+		a.Words = append(a.Words, c.Args)
 		return true
 	case *syntax.BinaryCmd:
 		return a.collectPlain(c.X) && a.collectPlain(c.Y)

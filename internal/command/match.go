@@ -1,4 +1,4 @@
-package shell
+package command
 
 import (
 	"regexp"
@@ -22,14 +22,14 @@ type wordMatcher struct {
 // argvMatcher matches a whole executed argv against one approved segment.
 type argvMatcher []wordMatcher
 
-// approvedSet is every argv the policy decision covers.
-type approvedSet []argvMatcher
+// Approved is every argv the policy decision covers.
+type Approved []argvMatcher
 
-// buildApproved compiles the segments' words into matchers. home is the
+// NewApproved compiles the segments' words into matchers. home is the
 // HOME the command runs with, for ~.
-func buildApproved(words [][]*syntax.Word, home string) approvedSet {
+func NewApproved(words [][]*syntax.Word, home string) Approved {
 	cfg := &expand.Config{Env: expand.ListEnviron("HOME=" + home)}
-	set := make(approvedSet, 0, len(words))
+	set := make(Approved, 0, len(words))
 	for _, ws := range words {
 		var m argvMatcher
 		for _, w := range ws {
@@ -111,8 +111,8 @@ func isDynamic(w *syntax.Word) bool {
 	return dynamic
 }
 
-// match reports whether argv is one of the approved argvs.
-func (s approvedSet) match(argv []string) bool {
+// Match reports whether argv is one of the approved argvs.
+func (s Approved) Match(argv []string) bool {
 	for _, m := range s {
 		if m.match(argv) {
 			return true
