@@ -54,16 +54,6 @@ var (
 	errNotWorkspace = errors.New("refused: outside the workspace")
 )
 
-// Report is what the interpreter tells the gateway when it ends, on its
-// report descriptor: the programs it refused (argv[0]) and how many
-// redirects it refused to open. The gateway treats it as untrusted input
-// (bounded, strictly decoded): it only feeds the model-facing result.
-type Report struct {
-	Refused      []string `json:"refused,omitempty"`
-	RefusedOpens int      `json:"refused_opens,omitempty"`
-	Error        string   `json:"error,omitempty"`
-}
-
 // interpreter is one run of a decided command inside the jail.
 type interpreter struct {
 	spec      *Spec

@@ -86,3 +86,13 @@ const (
 	RefusedDirNotice = "[refused: a command whose working folder is outside the workspace]\n"
 	RefusedPinNotice = "[refused: a program that is not the one resolved when the call was decided]\n"
 )
+
+// Report is what the interpreter tells the gateway when it ends, on its
+// report descriptor: the programs it refused (argv[0]) and how many
+// redirects it refused to open. The gateway treats it as untrusted input
+// (bounded, strictly decoded): it only feeds the model-facing result.
+type Report struct {
+	Refused      []string `json:"refused,omitempty"`
+	RefusedOpens int      `json:"refused_opens,omitempty"`
+	Error        string   `json:"error,omitempty"`
+}

@@ -38,3 +38,13 @@ func runStage1([]string) int          { return ExitConfineFailed }
 func runStage2([]string) int          { return ExitConfineFailed }
 func runInit([]string) int            { return ExitConfineFailed }
 func runPayload(string, Payloads) int { return ExitConfineFailed }
+
+// StartLandlock needs Linux.
+func StartLandlock(Job, Policy, string) (*Running, error) {
+	return nil, errors.New("sandbox: Landlock needs Linux")
+}
+
+// OwnWorkspace needs Linux.
+func (j *Jailer) OwnWorkspace(string) error {
+	return errors.New("sandbox: the command jail needs Linux")
+}
