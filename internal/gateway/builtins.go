@@ -129,6 +129,11 @@ func (g *Gateway) startJail() string {
 			return "commands withheld: " + g.jailStatus.Reason
 		}
 	}
+	// And what the file tools create there is theirs too.
+	uid, gid := j.UID()
+	for _, ws := range g.workspaces {
+		ws.SetOwner(uid, gid)
+	}
 	g.jailer = j
 	g.closers = append(g.closers, j.Close)
 	return ""

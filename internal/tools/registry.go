@@ -51,7 +51,19 @@ func (r *Registry) All() []Tool { return r.order }
 type Workspace struct {
 	root *os.Root
 	dir  string
+	// owner, when set, is who every file and folder the tools create
+	// belongs to: the command jail's user, so that nothing in the
+	// workspace is root's (see SetOwner).
+	owner    [2]int
+	hasOwner bool
 }
+
+// SetOwner makes uid:gid the owner of what the tools create from now on.
+// The gateway sets it to the command jail's user before serving.
+func (w *Workspace) SetOwner(uid, gid int) { w.owner, w.hasOwner = [2]int{uid, gid}, true }
+
+// Owner returns the owner set by SetOwner.
+func (w *Workspace) Owner() (uid, gid int, ok bool) { return w.owner[0], w.owner[1], w.hasOwner }
 
 // OpenWorkspace opens dir as a workspace root. dir must be an existing
 // directory.

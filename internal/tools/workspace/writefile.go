@@ -132,7 +132,7 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 			}
 		}
 	} else {
-		f, err = createPrepared(root, a.target, lim)
+		f, err = createPrepared(root, a.target, lim, env.Workspace)
 	}
 	if err != nil {
 		if f != nil {
@@ -160,7 +160,9 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 // creates the missing directories one by one below it, and creates the file
 // with O_EXCL: anything that appeared meanwhile is a changed target, and
 // nothing is followed or overwritten.
-func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits) (*os.File, error) {
+//
+// What it creates belongs to the workspace's owner (ws.Owner), when set.
+func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits, ws *tools.Workspace) (*os.File, error) {
 	excl, err := newExcluder(lim.ExcludePaths)
 	if err != nil {
 		return nil, err
@@ -178,7 +180,7 @@ func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits) (*os.Fil
 		return nil, errChanged("parent directory is not the prepared one")
 	}
 	for _, name := range r.Missing[:len(r.Missing)-1] {
-		sub, err := mkdirChild(dir, name)
+		sub, err := mkdirChild(dir, name, ws)
 		dir.Close()
 		if err != nil {
 			return nil, err
@@ -194,12 +196,18 @@ func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits) (*os.Fil
 		}
 		return nil, fmt.Errorf("workspace: create: %w", err)
 	}
+	if uid, gid, ok := ws.Owner(); ok {
+		if err := f.Chown(uid, gid); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("workspace: chown: %w", err)
+		}
+	}
 	return f, nil
 }
 
 // mkdirChild creates directory name in dir and opens it, refusing one that
 // already existed (it did not at prepare time) or was swapped after mkdir.
-func mkdirChild(dir *os.Root, name string) (*os.Root, error) {
+func mkdirChild(dir *os.Root, name string, ws *tools.Workspace) (*os.Root, error) {
 	if err := dir.Mkdir(name, newDirPerm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, errChanged("directory appeared after prepare")
@@ -221,6 +229,12 @@ func mkdirChild(dir *os.Root, name string) (*os.Root, error) {
 	if err != nil || !wspath.SameIdentity(li, st) {
 		sub.Close()
 		return nil, errChanged("created directory was replaced")
+	}
+	if uid, gid, ok := ws.Owner(); ok {
+		if err := sub.Chown(".", uid, gid); err != nil {
+			sub.Close()
+			return nil, fmt.Errorf("workspace: chown: %w", err)
+		}
 	}
 	return sub, nil
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -52,5 +53,27 @@ func TestWriteFileRefusesExcludedPaths(t *testing.T) {
 	wantModelError(t, err, "excluded")
 	if _, err := os.Lstat(filepath.Join(dir, "secrets")); !os.IsNotExist(err) {
 		t.Errorf("excluded directory was created: %v", err)
+	}
+}
+
+// What write-file creates — the file and every missing folder — belongs to
+// the workspace's owner (the command jail's user), never to the gateway's
+// root: a jail must be able to write it, and nothing in the workspace is a
+// root-owned file a jail could turn into a privileged program.
+func TestWriteFileCreatesWhatTheWorkspaceOwnerOwns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give files away")
+	}
+	env, dir := testEnv(t)
+	env.Workspace.SetOwner(65533, 65532)
+	mustCall(t, NewWriteFile(), env, map[string]any{"path": "new/deep/file.txt", "content": "x"})
+	for _, p := range []string{"new", "new/deep", "new/deep/file.txt"} {
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65533 || st.Gid != 65532 {
+			t.Errorf("%s owned by %d:%d, want 65533:65532", p, st.Uid, st.Gid)
+		}
 	}
 }
