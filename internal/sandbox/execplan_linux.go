@@ -53,7 +53,7 @@ type execPlanner struct {
 	// helperNeeds are the helper binary's interpreter and the libraries
 	// it loads from outside libDirs: the init and the payload are the
 	// helper, so every jail keeps them executable.
-	helperNeeds map[string]bool
+	helperNeeds  map[string]bool
 	helperInterp string
 
 	mu           sync.Mutex
