@@ -465,8 +465,11 @@ func runInit(args []string) int {
 	if f.oom >= 0 && code != 0 {
 		rep.OOM = oomKilled(f.oom)
 	}
-	b, _ := json.Marshal(rep)
-	_, _ = os.Stderr.Write(append(b, '\n'))
+	if spec.Stderr != stderrDiag {
+		// The gateway reads the diagnostic pipe for this line.
+		b, _ := json.Marshal(rep)
+		_, _ = os.Stderr.Write(append(b, '\n'))
+	}
 	if spec.Stderr == stderrDiag {
 		// The program's own stderr (a caller without a report reader):
 		// say why the jail ended it.
