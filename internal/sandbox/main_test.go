@@ -20,8 +20,10 @@ import (
 //     operation (see programOps) and exits 0 when it works, 3 when it
 //     fails.
 const (
-	envHelper  = "SANDBOX_TEST_HELPER"
-	envProgram = "SANDBOX_TEST_PROGRAM"
+	envHelper      = "SANDBOX_TEST_HELPER"
+	envProgram     = "SANDBOX_TEST_PROGRAM"
+	envFakeStage1  = "SANDBOX_TEST_FAKE_STAGE1"
+	envFakeGateway = "SANDBOX_TEST_FAKE_GATEWAY"
 )
 
 // programOps are the operations a test program can try.
@@ -58,6 +60,17 @@ func closeErr(c io.Closer, err error) error {
 }
 
 func TestMain(m *testing.M) {
+	// A stand-in for a jail's stage 1 of some gateway (the sweep test):
+	// it only waits.
+	if os.Getenv(envFakeStage1) == "1" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		select {}
+	}
+	// A stand-in for a gateway (the lifeline test): it starts one jail and
+	// waits to be killed.
+	if ws := os.Getenv(envFakeGateway); ws != "" {
+		os.Exit(fakeGateway(ws))
+	}
 	// Every stage of the jail helper is this binary with the sub-command
 	// first (programs the helper starts never have it).
 	if len(os.Args) > 1 && os.Args[1] == SubCommand {
