@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -157,6 +158,7 @@ func (ip *interpreter) run(ctx context.Context) int {
 		interp.CallHandler(ip.call),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return ip.exec }),
 		interp.OpenHandler(ip.open),
+		interp.ReadDirHandler2(readDir),
 	)
 	if err != nil {
 		ip.fail(err)
@@ -363,6 +365,17 @@ func regularFile(fd int, name string) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readDir lists a folder for globbing; one that cannot be read (a hidden
+// path is an unreadable mount) matches nothing, as in other shells, rather
+// than failing the command.
+func readDir(_ context.Context, p string) ([]fs.DirEntry, error) {
+	ents, err := os.ReadDir(p)
+	if err != nil && (errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) {
+		return nil, nil
+	}
+	return ents, err
 }
 
 // within reports whether p is root or below it (both clean and absolute).

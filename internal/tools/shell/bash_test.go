@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -427,5 +428,70 @@ func TestGitDoesNotReadAnEnclosingRepository(t *testing.T) {
 	res := runBash(t, sh, env, map[string]any{"command": "git log"})
 	if !strings.Contains(res.Content, "inner-commit-marker") || strings.Contains(res.Content, "outer-commit-marker") {
 		t.Errorf("git log in a workspace repository: %q", res.Content)
+	}
+}
+
+// runBashWith prepares and runs command with the tool's limits changed by
+// tighten (an obligation).
+func runBashWith(t testing.TB, sh *Shell, env *tools.Env, args map[string]any, tighten func(*tools.Limits)) tools.Result {
+	t.Helper()
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, args)
+	lim := tool.Spec().Limits
+	tighten(&lim)
+	ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
+	defer cancel()
+	res, err := tool.Run(ctx, env, plan.Artifact, lim)
+	if err != nil {
+		t.Fatalf("run bash %v: %v", args, err)
+	}
+	return res
+}
+
+// A redirection opens only a regular file (or /dev/null): a FIFO is
+// refused before it can block, whether it exists when the call is decided
+// (the gateway only looks at it, never opens it) or appears on the way.
+func TestRedirectsOpenOnlyRegularFiles(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"sub/x": ""})
+	for _, c := range []string{"cat < fifo", "echo x > fifo", "echo x >> sub", "cat < sub"} {
+		_, err := bashTool(sh).Prepare(context.Background(), env, map[string]any{"command": c})
+		argErr(t, err, "/command", "is not a regular file")
+	}
+	res := runBash(t, sh, env, map[string]any{"command": "mkfifo f2; cat < f2; echo after", "timeout_ms": float64(20000)})
+	if !strings.Contains(res.Content, "open f2: refused: not a regular file") || !strings.Contains(res.Content, "after") || res.Data["timed_out"] != false {
+		t.Errorf("content = %q data %v", res.Content, res.Data)
+	}
+	if res.Data["refused_files"] != float64(1) {
+		t.Errorf("refused_files = %v", res.Data["refused_files"])
+	}
+}
+
+// Every call ends at its timeout, whatever it is blocked on: here a
+// program opening a FIFO nobody writes.
+func TestTimeoutEndsAProgramBlockedOnAFIFO(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, _ := testEnv(t, "acme", "s-1")
+	res := runBash(t, sh, env, map[string]any{"command": "mkfifo f; cat f", "timeout_ms": float64(2000)})
+	if res.Data["timed_out"] != true || res.Data["exit_code"] != float64(124) {
+		t.Errorf("content = %q data %v", res.Content, res.Data)
+	}
+}
+
+// Globs are expanded inside the jail, where a hidden path is an empty,
+// unreadable mount: `echo s*/*` lists nothing of secrets/, and its files
+// cannot be read under any name.
+func TestGlobsDoNotListHiddenPaths(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"secrets/db.env": "PASSWORD=hunter2\n", "src/a.go": "package a\n"})
+	hide := func(l *tools.Limits) { l.ExcludePaths = []string{"secrets", "secrets/**"} }
+	res := runBashWith(t, sh, env, map[string]any{"command": "echo s*/*; cat s*/*; cat secrets/db.env"}, hide)
+	if res.Content != "src/a.go\npackage a\ncat: secrets/db.env: Permission denied\n[exit code: 1]" {
+		t.Errorf("content = %q", res.Content)
 	}
 }
