@@ -113,6 +113,11 @@ type Jail struct {
 	// scoped to the jail either way.
 	Network bool
 	Limits  Limits
+	// CPUGroup names the group whose jails share one CPU cgroup (the
+	// tenant); CPUWeight is its weight, 1-10000 (0: DefaultCPUWeight).
+	// "" leaves the jail in no CPU group.
+	CPUGroup  string
+	CPUWeight int
 }
 
 // maxJailRules bounds how many path rules one jail may carry, so that a
@@ -230,6 +235,11 @@ type JailStatus struct {
 	Memory string `json:"memory,omitempty"`
 	// MemoryReason says why memory is bounded per process only.
 	MemoryReason string `json:"memory_reason,omitempty"`
+	// CPU says how tenants share the CPU: "weight" (a CPU cgroup per
+	// tenant, weighted) or "process" (as processes do); CPUReason why not
+	// by weight.
+	CPU       string `json:"cpu,omitempty"`
+	CPUReason string `json:"cpu_reason,omitempty"`
 	// Helper names the binary that builds the jails: "toolgate-sandbox"
 	// (the dedicated helper) or "gateway" (the gateway re-executing
 	// itself). Never a host path.

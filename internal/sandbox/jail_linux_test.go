@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -539,5 +540,91 @@ func TestJailRefusesBadPaths(t *testing.T) {
 		if _, err := testJailer(t).planner.plan(jl, -1, -1); err == nil {
 			t.Errorf("%+v accepted", jl)
 		}
+	}
+}
+
+// CPU is shared between tenants by weight, not by how many processes they
+// run: two busy jails of a tenant of weight 1000 get far more of a
+// contended CPU than two of a tenant of weight 100 (ideally ten times).
+// The jails count as fast as they can, all on one CPU; the shares are
+// compared over one window in which all four run.
+func TestJailCPUIsSharedByWeight(t *testing.T) {
+	j := testJailer(t)
+	if j.cpu == nil {
+		if os.Geteuid() == 0 {
+			t.Fatalf("a root gateway here must have CPU cgroups: %s", j.Status().CPUReason)
+		}
+		t.Skip("no writable cpu cgroup for a non-root gateway: ", j.Status().CPUReason)
+	}
+	w := newJailWorkspace(t)
+	py := lookPaths(t, "python3")[0]
+	hog := `import os, sys
+os.sched_setaffinity(0, {0})
+name = sys.argv[1]
+n = 0
+while True:
+    n += 1
+    if n % 200000 == 0:
+        with open(name + ".tmp", "w") as f:
+            f.write(str(n))
+        os.replace(name + ".tmp", name)
+`
+	var runs []*Running
+	t.Cleanup(func() {
+		for _, r := range runs {
+			r.Kill()
+			r.Wait()
+		}
+	})
+	names := []string{"heavy-1", "heavy-2", "light-1", "light-2"}
+	for _, name := range names {
+		group, weight := "cpu-test-heavy", 1000
+		if strings.HasPrefix(name, "light") {
+			group, weight = "cpu-test-light", 100
+		}
+		r, err := j.Start(Job{
+			Jail:   Jail{Workspace: w.ws, MountAt: DefaultMountAt, Programs: []string{py}, CPUGroup: group, CPUWeight: weight},
+			Run:    Run{Program: py, Args: []string{"python3", "-c", hog, "count-" + name}},
+			Stdout: os.Stderr,
+		})
+		must(t, err)
+		runs = append(runs, r)
+	}
+	counts := func() map[string]int {
+		out := map[string]int{}
+		for _, name := range names {
+			b, err := os.ReadFile(filepath.Join(w.ws, "count-"+name))
+			if err != nil {
+				return nil
+			}
+			n, _ := strconv.Atoi(string(b))
+			out[name] = n
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var before map[string]int
+	for before == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		before = counts()
+	}
+	if before == nil {
+		t.Fatal("the four jails did not all start counting")
+	}
+	time.Sleep(2 * time.Second) // the measuring window
+	after := counts()
+	sum := func(prefix string) int {
+		n := 0
+		for name, c := range after {
+			if strings.HasPrefix(name, prefix) {
+				n += c - before[name]
+			}
+		}
+		return n
+	}
+	heavy, light := sum("heavy"), sum("light")
+	t.Logf("weight 1000: %d, weight 100: %d (%.1f×)", heavy, light, float64(heavy)/float64(max(1, light)))
+	if heavy < 3*light {
+		t.Errorf("weight 1000 counted %d, weight 100 %d: the CPU is not shared by weight", heavy, light)
 	}
 }

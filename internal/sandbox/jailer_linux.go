@@ -25,6 +25,7 @@ type Jailer struct {
 	uid, gid int      // the jail's user: sandbox.uid when root, else ours
 	root     bool
 	mem      *memCgroups // nil: memory is bounded per process only
+	cpu      *cpuCgroups // nil: tenants share the CPU as processes do
 	planner  *execPlanner
 	// lifeline: the gateway holds the write end and never writes; every
 	// jail's stage 1 and init watch the read end, so that a jail ends
@@ -104,6 +105,16 @@ func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
 			st.Memory = MemoryPerJail
 		} else {
 			st.MemoryReason = why
+		}
+	}
+	st.CPU = "process"
+	if !o.NoCgroup {
+		var why string
+		if j.cpu, why = findCPUCgroups(); j.cpu != nil {
+			st.Mechanisms = append(st.Mechanisms, MechanismCgroupCPU)
+			st.CPU = "weight"
+		} else {
+			st.CPUReason = why
 		}
 	}
 	if err := j.probe(o.Env); err != nil {
@@ -418,6 +429,27 @@ func (j *Jailer) command(job Job, stderrMode string) (*exec.Cmd, func() *jailCgr
 		}
 		extra = append(extra, cg.procs, cg.oom)
 		args = append(args, "--mem-procs="+strconv.Itoa(3+len(extra)-2), "--oom="+strconv.Itoa(3+len(extra)-1))
+	}
+	if j.cpu != nil && job.Jail.CPUGroup != "" {
+		weight := job.Jail.CPUWeight
+		if weight == 0 {
+			weight = DefaultCPUWeight
+		}
+		f, err := j.cpu.procs(job.Jail.CPUGroup, weight)
+		if err != nil {
+			closeAll()
+			if diagR != nil {
+				diagR.Close()
+			}
+			if cg != nil {
+				cg.close()
+				_ = cg.remove()
+			}
+			return nil, nil, nil, err
+		}
+		opened = append(opened, f)
+		extra = append(extra, f)
+		args = append(args, "--cpu-procs="+strconv.Itoa(3+len(extra)-1))
 	}
 	cmd := exec.Command("/proc/self/fd/3")
 	cmd.Args = args
