@@ -492,6 +492,62 @@ func TestJailNetwork(t *testing.T) {
 	}
 }
 
+// Two jails with the network obligation share the host's network
+// namespace, but not their abstract unix sockets: one tenant's listener
+// on an abstract name is unreachable from another tenant's jail (Landlock
+// scoping, whatever the network), as it is from the host's processes
+// outside both.
+func TestJailAbstractSocketsStayScopedWithNetwork(t *testing.T) {
+	w := newJailWorkspace(t)
+	py := lookPaths(t, "python3")[0]
+	name := fmt.Sprintf("toolgate-test-%d", time.Now().UnixNano())
+	listen := fmt.Sprintf(`import socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0%s")
+s.listen(1)
+open("listening", "w").write("1")
+s.settimeout(30)
+try:
+    c, _ = s.accept()
+    c.sendall(b"leaked")
+except OSError:
+    pass
+`, name)
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	must(t, err)
+	j := testJailer(t)
+	lr, err := j.Start(Job{
+		Jail:   Jail{Workspace: w.ws, MountAt: DefaultMountAt, Programs: []string{py}, Network: true},
+		Run:    Run{Program: py, Args: []string{"python3", "-c", listen}},
+		Stdout: out,
+	})
+	must(t, err)
+	t.Cleanup(func() { lr.Kill(); lr.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(w.ws, "listening")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	connect := fmt.Sprintf(`import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0%s")
+    print("connected", s.recv(16))
+except OSError as e:
+    print("refused", e.errno)
+`, name)
+	w2 := newJailWorkspace(t)
+	r := runInJail(t, Jail{Workspace: w2.ws, Programs: []string{py}, Network: true}, w2.ws, py, "-c", connect)
+	if !strings.Contains(r.out, "refused") || strings.Contains(r.out, "leaked") {
+		t.Fatalf("another jail reached an abstract socket:\n%s", r.out)
+	}
+}
+
 func TestPlanWorkspaceWritePaths(t *testing.T) {
 	w := newJailWorkspace(t)
 	must(t, os.MkdirAll(filepath.Join(w.ws, "docs/sub"), 0o755))
