@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
-
-	"github.com/toolgate/toolgate/internal/command"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/command"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -389,4 +391,46 @@ func TestBackgroundProcessIsKilledAtTheEndOfItsLifetime(t *testing.T) {
 	if o.Status != StateKilled || o.ExitCode == nil || *o.ExitCode != 137 {
 		t.Errorf("final %+v", o)
 	}
+}
+
+// Shutdown has a bound no stuck command can extend: a foreground command
+// and a background one blocked opening a FIFO nobody writes end when the
+// shell closes.
+func TestCloseEndsCommandsBlockedOnAFIFO(t *testing.T) {
+	sh, err := New(Options{Runner: JailRunner{Jailer: testJailer(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, dir := testEnv(t, "acme", "s-1")
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ownWorkspace(t, dir)
+	marker := fmt.Sprintf("fifo-%06d", rand.IntN(1000000))
+	if err := os.Symlink("fifo", filepath.Join(dir, marker)); err != nil {
+		t.Fatal(err)
+	}
+	startBackground(t, sh, env, "cat "+marker)
+	tool := bashTool(sh)
+	plan := mustPrepare(t, tool, env, map[string]any{"command": "cat " + marker})
+	fg := make(chan error, 1)
+	go func() {
+		_, err := tool.Run(context.Background(), env, plan.Artifact, tool.Spec().Limits)
+		fg <- err
+	}()
+	waitFor(t, func() bool { return len(strayProcesses(t, marker)) >= 2 })
+	closed := make(chan error, 1)
+	go func() { closed <- sh.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Close did not return: a blocked command held it")
+	}
+	if err := <-fg; !errors.Is(err, errClosed) {
+		t.Errorf("foreground err = %v", err)
+	}
+	assertNoStrays(t, marker)
 }
