@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -475,16 +474,7 @@ func scriptInterpreter(p string) string {
 	if n <= 0 {
 		return ""
 	}
-	head = head[:n]
-	if !bytes.HasPrefix(head, []byte("#!")) {
-		return ""
-	}
-	line, _, _ := bytes.Cut(head[2:], []byte("\n"))
-	fields := strings.Fields(string(line))
-	if len(fields) > 0 && path.IsAbs(fields[0]) {
-		return path.Clean(fields[0])
-	}
-	return ""
+	return shebangOf(head[:n])
 }
 
 // resolveIn resolves the absolute path p inside root (symlinks, absolute

@@ -55,20 +55,9 @@ type memCgroups struct {
 // prepares the folder jails' cgroups go in. It returns nil and a reason
 // when per-jail memory is not available.
 func findMemCgroups(owner string) (*memCgroups, string) {
-	own, err := ownCgroupV1("memory")
-	if err != nil {
-		return nil, err.Error()
-	}
-	mnt, err := cgroupV1Mount("memory")
-	if err != nil {
-		return nil, err.Error()
-	}
-	dir := filepath.Join(mnt, filepath.Clean("/"+own), cgroupParent)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, "the gateway's memory cgroup is not writable: " + errnoText(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "memory.limit_in_bytes")); err != nil {
-		return nil, "no memory.limit_in_bytes in the gateway's memory cgroup"
+	dir, why := jailsCgroupV1("memory", "memory.limit_in_bytes", 0o700)
+	if dir == "" {
+		return nil, why
 	}
 	m := &memCgroups{dir: dir}
 	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
@@ -88,6 +77,29 @@ func findMemCgroups(owner string) (*memCgroups, string) {
 		}
 	}
 	return m, ""
+}
+
+// jailsCgroupV1 makes the folder (mode perm) for the jails' cgroups under
+// the gateway's own cgroup of the v1 controller, and checks that file, a
+// file of the controller, is there. It returns "" and a reason when the
+// controller cannot be used.
+func jailsCgroupV1(controller, file string, perm os.FileMode) (string, string) {
+	own, err := ownCgroupV1(controller)
+	if err != nil {
+		return "", err.Error()
+	}
+	mnt, err := cgroupV1Mount(controller)
+	if err != nil {
+		return "", err.Error()
+	}
+	dir := filepath.Join(mnt, filepath.Clean("/"+own), cgroupParent)
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", "the gateway's " + controller + " cgroup is not writable: " + errnoText(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		return "", "no " + file + " in the gateway's " + controller + " cgroup"
+	}
+	return dir, ""
 }
 
 // ownCgroupV1 returns this process's path in the v1 hierarchy of

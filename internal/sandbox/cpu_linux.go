@@ -64,20 +64,9 @@ func findCPUCgroups() (*cpuCgroups, string) {
 }
 
 func findCPUCgroupsV1() (*cpuCgroups, string) {
-	own, err := ownCgroupV1("cpu")
-	if err != nil {
-		return nil, err.Error()
-	}
-	mnt, err := cgroupV1Mount("cpu")
-	if err != nil {
-		return nil, err.Error()
-	}
-	dir := filepath.Join(mnt, filepath.Clean("/"+own), cgroupParent)
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, "the gateway's cpu cgroup is not writable: " + errnoText(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "cpu.shares")); err != nil {
-		return nil, "no cpu.shares in the gateway's cpu cgroup"
+	dir, why := jailsCgroupV1("cpu", "cpu.shares", 0o755)
+	if dir == "" {
+		return nil, why
 	}
 	return &cpuCgroups{dir: dir, tenants: map[string]string{}}, ""
 }

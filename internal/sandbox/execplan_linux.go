@@ -246,7 +246,12 @@ func shebang(p string) string {
 	defer f.Close()
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
-	head = head[:n]
+	return shebangOf(head[:n])
+}
+
+// shebangOf returns the absolute program a "#!" line at the start of head
+// names, "" for none.
+func shebangOf(head []byte) string {
 	if !bytes.HasPrefix(head, []byte("#!")) {
 		return ""
 	}
