@@ -22,7 +22,13 @@
 #     carry service resources only, each with an id listed in the services
 #     of one of the caller's roles;
 #   - ask-user carries no resource (the question is in input.args); someone
-#     other than the asker answers only with the answerer role.
+#     other than the asker answers only with the answerer role;
+#   - process and task resources name their owner (the principal that
+#     started or created them): only the owner, or a role with
+#     supervise: true, may touch them, and task_list resources name whose
+#     tasks a call lists. A process or task of another principal is denied
+#     with "conceal": the caller gets the answer of an id that does not
+#     exist.
 # Writes that match approval_write, commands that match an approval rule,
 # commands with shell constructs (where the tenant allows them at all) and
 # POST fetches wait for a human. Broad reads (recursive or folder listings)
@@ -34,7 +40,7 @@ import data.toolgate.lib
 
 allow := count(deny) == 0
 
-decision := object.union(
+decision := object.union_n([
 	{
 		"allow": allow,
 		"approval_required": approval_required,
@@ -42,7 +48,8 @@ decision := object.union(
 		"obligations": obligations,
 	},
 	denial,
-)
+	concealment,
+])
 
 # denial carries the model-facing message of a denied call: its first reason.
 default denial := {}
@@ -163,8 +170,8 @@ carries(t) if {
 	r.type == t
 }
 
-# task and task_list resources need nothing beyond the tool being offered:
-# the tool itself keeps each session's tasks apart.
+# task and task_list resources are judged by their owner (see Owners
+# below); the tools themselves keep each session's tasks apart.
 
 # The command and URL rules below are reached only through rules that name
 # their tools with input.tool.name == "...": OPA's rule index then skips
@@ -532,6 +539,86 @@ constructs_text(r) := concat(", ", names) if {
 	names := [c | some c in opaque_constructs(r); is_string(c)]
 	count(names) > 0
 } else := "other"
+
+# ---------------------------------------------------------------------------
+# Owners: processes and tasks
+#
+# The tools keep processes and tasks of other sessions and tenants out of
+# sight; within a session they are shared. A process resource names the
+# principal that started the process, a task resource the principal that
+# created the task ("owner"); a task_list resource names whose tasks the
+# call lists or adds to ("owner"), or "all_owners": true for every
+# principal of the session. Only the owner, or a caller with a role that
+# sets supervise: true (the "supervisor" of data.yaml), may read, feed or
+# stop a process, read or update a task, or list another principal's
+# tasks. A resource that names no owner is denied for everyone.
+#
+# A process or task of another principal is denied with "conceal": true,
+# so the caller gets exactly the answer of an id that does not exist (the
+# audit log still records the denial and its reasons). Listing another
+# principal's tasks reveals nothing by its denial (it is the same whether
+# that principal has tasks or not), so it is denied plainly.
+
+supervisor if {
+	some role in lib.roles
+	role.supervise == true
+}
+
+owned_types := {"process", "task"}
+
+owner_denials contains sprintf("%s %s belongs to another principal", [r.type, resource_id(r)]) if {
+	some r in input.resources
+	r.type in owned_types
+	is_string(r.owner)
+	r.owner != input.principal.id
+	not supervisor
+}
+
+owner_denials contains sprintf("a %s resource names no owner", [r.type]) if {
+	some r in input.resources
+	r.type in owned_types
+	not is_string(object.get(r, "owner", null))
+}
+
+# resource_id is how a message names a process or task: its id, at most 80
+# characters.
+resource_id(r) := capped(r.id) if {
+	is_string(r.id)
+} else := "without an id"
+
+deny contains reason if {
+	some reason in owner_denials
+}
+
+# concealment asks the gateway to answer an owner denial as an unknown id.
+default concealment := {}
+
+concealment := {"conceal": true} if count(owner_denials) > 0
+
+task_lists contains r if {
+	some r in input.resources
+	r.type == "task_list"
+}
+
+deny contains "the tasks of another principal are not yours to list" if {
+	some r in task_lists
+	is_string(r.owner)
+	r.owner != input.principal.id
+	not supervisor
+}
+
+deny contains "the tasks of every principal are not yours to list" if {
+	some r in task_lists
+	not is_string(object.get(r, "owner", null))
+	r.all_owners == true
+	not supervisor
+}
+
+deny contains "a task_list resource names no owner" if {
+	some r in task_lists
+	not is_string(object.get(r, "owner", null))
+	not r.all_owners == true
+}
 
 # ---------------------------------------------------------------------------
 # Services (upstream tools)

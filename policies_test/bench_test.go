@@ -37,12 +37,22 @@ var issue3Calls = []struct {
 		`[{"type":"url","url":"https://api.github.com/repos","scheme":"https","host":"api.github.com","port":443,"path":"/repos","method":"GET","addresses":[{"ip":"140.82.112.6","class":"public"}],"address_class":"public"}]`,
 		`{"url":"https://api.github.com/repos","method":"GET","headers":{}}`, true, false},
 	{"process-output", "process-output",
-		`[{"type":"process","id":"proc_ABCDEFGHIJKLMNOP","command":"sleep 30","segments":[["sleep","30"]]}]`,
+		`[{"type":"process","id":"proc_ABCDEFGHIJKLMNOP","owner":"alice","command":"sleep 30","segments":[["sleep","30"]]}]`,
 		`{"process_id":"proc_ABCDEFGHIJKLMNOP"}`, true, false},
+	{"process-output/another-owner", "process-output",
+		`[{"type":"process","id":"proc_ABCDEFGHIJKLMNOP","owner":"bob","command":"sleep 30","segments":[["sleep","30"]]}]`,
+		`{"process_id":"proc_ABCDEFGHIJKLMNOP"}`, false, false},
 	{"task-get", "task-get",
-		`[{"type":"task","id":"task_ABCDEFGHIJKLMNOP","session":"s-1"}]`,
-		`{"id":"task_ABCDEFGHIJKLMNOP"}`, true, false},
+		`[{"type":"task","id":"task_abcdefghijkl","session":"s-1","owner":"alice"}]`,
+		`{"task_id":"task_abcdefghijkl"}`, true, false},
+	{"task-list/another-owner", "task-list",
+		`[{"type":"task_list","session":"s-1","owner":"bob"}]`,
+		`{"owner":"bob"}`, false, false},
 }
+
+// concealed names the issue3Calls the pack denies as if the target did
+// not exist.
+var concealed = map[string]bool{"process-output/another-owner": true}
 
 func issue3Request(tb testing.TB, tool, resources, args string) ast.Value {
 	tb.Helper()
@@ -80,6 +90,9 @@ func TestEngineDecidesIssue3Tools(t *testing.T) {
 			}
 			if d.Allow != c.allow || d.ApprovalRequired != c.approval {
 				t.Errorf("Decide = %+v; want allow %v, approval %v", d, c.allow, c.approval)
+			}
+			if d.Conceal != concealed[c.name] {
+				t.Errorf("Decide = %+v; want conceal %v", d, concealed[c.name])
 			}
 		})
 	}

@@ -56,13 +56,19 @@ outside(path) := {"type": "file", "path": path, "access": "command", "outside": 
 # non-literal words appear in segments as their source text.
 shell_command(text, segments, constructs) := object.union(command(text, segments), {"plain": false, "constructs": constructs})
 
-# process is the resource of process-output, -input and -stop: the process
-# and the segments it was started with.
-process(text, segments) := {"type": "process", "id": "proc_ABCDEFGHIJKLMNOP", "command": text, "segments": segments}
+# process is the resource of process-output, -input and -stop: the process,
+# the principal that started it (the caller, alice, of request) and the
+# segments it was started with.
+process(text, segments) := {"type": "process", "id": "proc_ABCDEFGHIJKLMNOP", "owner": "alice", "command": text, "segments": segments}
 
-task := {"type": "task", "id": "task_ABCDEFGHIJKLMNOP", "session": "s-1"}
+# task is the resource of task-get and task-update: a task alice created.
+task := {"type": "task", "id": "task_abcdefghijkl", "session": "s-1", "owner": "alice"}
 
-task_list := {"type": "task_list", "session": "s-1"}
+# task_list is the resource of task-create and task-list: alice's tasks.
+task_list := {"type": "task_list", "session": "s-1", "owner": "alice"}
+
+# owned_by(r, owner) is a process or task resource of another owner.
+owned_by(r, owner) := object.union(r, {"owner": owner})
 
 # addresses are sample addresses of each class (192.0.2.1 for a class the
 # pack does not know).

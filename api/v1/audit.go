@@ -49,7 +49,12 @@ type AuditEvent struct {
 	// (invalid arguments, an unknown or withheld tool), on result,
 	// approval and question events, and on events written before it
 	// existed.
-	Decision    any              `json:"decision,omitempty"`
+	Decision any `json:"decision,omitempty"`
+	// Concealed is set on a denied decision event whose caller was
+	// answered as if the target did not exist: the policy asked for it
+	// ("conceal": true) and the tool knows its unknown-target answer. The
+	// event's outcome and reasons are the denial's. Absent otherwise.
+	Concealed   bool             `json:"concealed,omitzero"`
 	Result      *AuditResult     `json:"result,omitempty"`
 	DurationsUS map[string]int64 `json:"durations_us"`
 	// Approval links the events of a call held for a human.

@@ -6,9 +6,9 @@ import (
 
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
-// struct (client, obligations, decision, result, approval, question, shadow
-// and trace_id when empty; nil slices and maps as [] and {}). chain_test.go
-// checks it against marshal + Canonicalize.
+// struct (client, concealed, obligations, decision, result, approval,
+// question, shadow and trace_id when empty; nil slices and maps as [] and
+// {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
 	return b, err
@@ -83,6 +83,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 	str(`"chain":`, ev.Chain)
 	if ev.Client != "" {
 		str(`"client":`, ev.Client)
+	}
+	if ev.Concealed {
+		b = append(b, `,"concealed":true`...)
 	}
 	if ev.Decision != nil {
 		val(`"decision":`, ev.Decision)

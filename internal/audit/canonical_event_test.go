@@ -36,13 +36,16 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 				"obligations": map[string]any{"timeout_ms": int64(30000), "f": 0.5}, "message": "m"}
 		},
 		"availability refused": func(e *Event) { e.Outcome, e.Decision = "unavailable", false },
-		"result":               func(e *Event) { e.Phase, e.Result = PhaseResult, &ResultInfo{Bytes: 42, Truncated: true} },
-		"result with error":    func(e *Event) { e.Result = &ResultInfo{IsError: true, Error: "open x: \u0001 denied"} },
-		"question asked":       func(e *Event) { e.Question = &QuestionInfo{ID: "q-1", ExpiresAt: "2026-12-02T18:00:00.000Z"} },
-		"question answered":    func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
-		"chained":              func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
-		"controls":             func(e *Event) { e.Principal = "a\u2028b\x7f" },
-		"trace id":             func(e *Event) { e.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" },
+		"concealed denial": func(e *Event) {
+			e.Outcome, e.Concealed, e.Decision = "denied", true, map[string]any{"allow": false, "conceal": true}
+		},
+		"result":            func(e *Event) { e.Phase, e.Result = PhaseResult, &ResultInfo{Bytes: 42, Truncated: true} },
+		"result with error": func(e *Event) { e.Result = &ResultInfo{IsError: true, Error: "open x: \u0001 denied"} },
+		"question asked":    func(e *Event) { e.Question = &QuestionInfo{ID: "q-1", ExpiresAt: "2026-12-02T18:00:00.000Z"} },
+		"question answered": func(e *Event) { e.Phase, e.Question = PhaseQuestion, &QuestionInfo{ID: "q-1", By: "bob"} },
+		"chained":           func(e *Event) { e.Seq, e.PrevHash, e.Hash = 1<<40, "sha256:ff", "sha256:ee" },
+		"controls":          func(e *Event) { e.Principal = "a\u2028b\x7f" },
+		"trace id":          func(e *Event) { e.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" },
 		"trace id, shadow, result": func(e *Event) {
 			e.TraceID, e.Shadow = "4bf92f3577b34da6a3ce929d0e0e4736", &ShadowInfo{Revision: "r", Outcome: "allow"}
 			e.Result = &ResultInfo{Bytes: 1}

@@ -24,7 +24,12 @@ type Decision struct {
 	ApprovalRequired bool
 	Reasons          []string
 	Message          string // model-safe text for denials, optional
-	Obligations      Obligations
+	// Conceal asks that a denial be answered the way the tool answers an
+	// unknown target (tools.Concealer), so that the caller cannot tell a
+	// target it may not touch from one that does not exist. Only a denial
+	// is concealed; the audit log records the denial either way.
+	Conceal     bool
+	Obligations Obligations
 	// Raw is the whole decision object exactly as policy returned it
 	// (members the contract does not name included), as JSON values with
 	// numbers as numbers (see JSON). It is shared: never modify it.

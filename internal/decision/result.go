@@ -17,6 +17,7 @@ var (
 	keyApprovalRequired = ast.StringTerm("approval_required")
 	keyReasons          = ast.StringTerm("reasons")
 	keyMessage          = ast.StringTerm("message")
+	keyConceal          = ast.StringTerm("conceal")
 	keyObligations      = ast.StringTerm("obligations")
 	keyTimeoutMS        = ast.StringTerm("timeout_ms")
 	keyMaxOutputBytes   = ast.StringTerm("max_output_bytes")
@@ -69,6 +70,13 @@ func parseDecision(v ast.Value) (Decision, error) {
 			return Decision{}, fmt.Errorf(`decision "message" is %s, want string`, ast.ValueName(t.Value))
 		}
 		d.Message = string(s)
+	}
+	if t := obj.Get(keyConceal); t != nil {
+		b, ok := t.Value.(ast.Boolean)
+		if !ok {
+			return Decision{}, fmt.Errorf(`decision "conceal" is %s, want boolean`, ast.ValueName(t.Value))
+		}
+		d.Conceal = bool(b)
 	}
 	raw, err := JSON(obj)
 	if err != nil {

@@ -502,10 +502,17 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 		outcome, h = apiv1.OutcomeRateLimited, nil
 		reasons = append([]string{limited}, dec.Reasons...)
 	}
+	// A concealed denial is answered as the tool answers an unknown
+	// target; the event records the denial, and that it was concealed.
+	var concealed *prepare.InvalidArgumentsError
+	if outcome == apiv1.OutcomeDenied && dec.Conceal {
+		concealed = prep.Concealed()
+	}
 	ev := p.event(c, audit.PhaseDecision, outcome, reasons)
 	ev.Input = audit.Mask(prep.Document(), mask)
 	ev.Obligations = dec.Obligations.Raw
 	ev.Decision = dec.Raw
+	ev.Concealed = concealed != nil
 	ev.Shadow = p.o.Shadow.compare(shadow, dec)
 	var held any // the approval commits with its decision event, or neither does
 	if h != nil {
@@ -517,6 +524,12 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	}
 	c.decided, c.input = true, ev.Input
 
+	if concealed != nil {
+		// Byte for byte what refuse answers for arguments naming an
+		// unknown target: no digest, the tool's own feedback.
+		return Response{CallID: c.callID, DecisionID: c.decisionID, Outcome: apiv1.OutcomeInvalidArguments,
+			Content: concealed.Error(), IsError: true}, nil, nil
+	}
 	resp := Response{CallID: c.callID, DecisionID: c.decisionID, RequestDigest: prep.Digest()}
 	switch outcome {
 	case apiv1.OutcomeRateLimited:

@@ -62,3 +62,19 @@ func (p *Prepared) PolicyInput() (ast.Value, error) { return p.input() }
 func (p *Prepared) Run(ctx context.Context, lim tools.Limits) (tools.Result, error) {
 	return p.tool.Run(ctx, p.env, p.artifact, lim)
 }
+
+// Concealed is what the call answers when policy conceals its denial: the
+// tool's own unknown-target answer (tools.Concealer), as the same
+// *InvalidArgumentsError Prepare would have returned had the target not
+// existed. It is nil when the tool cannot conceal.
+func (p *Prepared) Concealed() *InvalidArgumentsError {
+	c, ok := p.tool.(tools.Concealer)
+	if !ok {
+		return nil
+	}
+	ae := c.Concealed()
+	if ae == nil {
+		return nil
+	}
+	return invalid(ae.Pointer, ae.Rule)
+}

@@ -143,6 +143,18 @@ type Withheld interface {
 	WithheldReason() string
 }
 
+// Concealer is implemented by a tool that answers an id it does not know
+// with an *ArgError (a process, a task). When policy denies a call with
+// "conceal": true, the caller gets Concealed's answer instead of the
+// denial, exactly as if the target did not exist; the audit log still
+// records the denial. Such a tool must make every other Prepare error
+// independent of the target (checked before the lookup, or deferred to
+// Run for a target of another principal), so that nothing but policy's
+// decision tells an existing target from a missing one.
+type Concealer interface {
+	Concealed() *ArgError
+}
+
 // ArgError is model-safe feedback about one argument: a JSON pointer into
 // the arguments and the rule it broke. It must never carry a host path,
 // file content or secret.

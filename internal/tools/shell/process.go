@@ -44,9 +44,14 @@ func processSchema(extra string) string {
 }
 
 // prepareProcess resolves process_id for the caller's session and builds
-// the process resource. A missing id and one of another session or tenant
-// give the same ArgError, so nothing about foreign processes reaches
-// policy or the caller.
+// the process resource, which names the principal that started the
+// process (owner) for policy to judge. A missing id and one of another
+// session or tenant give the same ArgError, so nothing about foreign
+// processes reaches policy or the caller; a process of another principal
+// of the session reaches policy, which may deny it as if it were missing
+// ("conceal", see Concealed). The callers check their other arguments
+// before calling it: an error that only an existing process could give
+// would tell it apart from a missing one before policy decides.
 func prepareProcess(sup *Supervisor, env *tools.Env, args map[string]any) (*Process, tools.Resource, error) {
 	if env == nil || env.SessionID == "" {
 		return nil, nil, errNoSession
@@ -62,10 +67,15 @@ func prepareProcess(sup *Supervisor, env *tools.Env, args map[string]any) (*Proc
 	return p, tools.Resource{
 		"type":     "process",
 		"id":       p.id,
+		"owner":    p.owner,
 		"command":  p.command,
 		"segments": segmentsValue(p.segments),
 	}, nil
 }
+
+// concealed is the process tools' tools.Concealer answer: the one for a
+// process id that is not the session's.
+func concealed() *tools.ArgError { return errNotFound }
 
 // processArtifactOf checks the artifact type.
 func processArtifactOf(artifact any) (*processArtifact, error) {

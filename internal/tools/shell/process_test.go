@@ -274,14 +274,58 @@ func TestForeignProcessIDsLookExactlyLikeMissingOnes(t *testing.T) {
 func TestProcessResourceCarriesTheOriginalCommand(t *testing.T) {
 	sh := newTestShell(t, Options{})
 	env, _ := testEnv(t, "acme", "s-1")
+	env.Principal = "alice"
 	id := startBackground(t, sh, env, "sleep 30 && echo done")
 	for _, tool := range sh.Tools()[1:] {
 		plan := mustPrepare(t, tool, env, map[string]any{"process_id": id})
-		want := []tools.Resource{{"type": "process", "id": id, "command": "sleep 30 && echo done",
+		want := []tools.Resource{{"type": "process", "id": id, "owner": "alice", "command": "sleep 30 && echo done",
 			"segments": []any{[]any{"sleep", "30"}, []any{"echo", "done"}}}}
 		if !reflect.DeepEqual(plan.Resources, want) {
 			t.Errorf("%s: resources = %#v", tool.Spec().Name, plan.Resources)
 		}
+	}
+}
+
+// Another principal of the session reaches policy with the process's
+// owner, not the caller, in the resource: the tool does not judge, policy
+// does. What a concealed denial answers is exactly the missing-id error.
+func TestProcessResourceNamesTheOwnerNotTheCaller(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	alice, _ := testEnv(t, "acme", "s-1")
+	alice.Principal = "alice"
+	id := startBackground(t, sh, alice, "sleep 30")
+	bob := otherEnv(alice, "acme", "s-1")
+	bob.Principal = "bob"
+	_, missing := sh.Tools()[1].Prepare(t.Context(), bob, map[string]any{"process_id": "proc_aaaaaaaaaaaaaaaa"})
+	for _, tool := range sh.Tools()[1:] {
+		plan := mustPrepare(t, tool, bob, map[string]any{"process_id": id})
+		if len(plan.Resources) != 1 || plan.Resources[0]["owner"] != "alice" {
+			t.Errorf("%s: resources = %#v, want the owner alice", tool.Spec().Name, plan.Resources)
+		}
+		c, ok := tool.(tools.Concealer)
+		if !ok {
+			t.Fatalf("%s is not a tools.Concealer", tool.Spec().Name)
+		}
+		if got := c.Concealed(); !reflect.DeepEqual(error(got), missing) {
+			t.Errorf("%s: Concealed() = %#v, want the missing-id error %#v", tool.Spec().Name, got, missing)
+		}
+	}
+}
+
+// Argument errors come before the lookup: an error only an existing
+// process could give would tell it from a missing one before policy (and
+// its conceal) could decide.
+func TestProcessArgumentErrorsDoNotDependOnTheProcess(t *testing.T) {
+	sh := newTestShell(t, Options{Limits: Limits{MaxInputBytes: 8}})
+	env, _ := testEnv(t, "acme", "s-1")
+	id := startBackground(t, sh, env, "sleep 30")
+	for _, pid := range []string{id, "proc_aaaaaaaaaaaaaaaa"} {
+		_, err := sh.Tools()[2].Prepare(t.Context(), env, map[string]any{"process_id": pid, "input": "123456789"})
+		argErr(t, err, "/input", CodeInputTooLarge)
+		_, err = sh.Tools()[1].Prepare(t.Context(), env, map[string]any{"process_id": pid, "max_bytes": float64(0)})
+		argErr(t, err, "/max_bytes", "must be between")
+		_, err = sh.Tools()[3].Prepare(t.Context(), env, map[string]any{"process_id": pid, "grace_ms": 1.5})
+		argErr(t, err, "/grace_ms", "must be an integer")
 	}
 }
 

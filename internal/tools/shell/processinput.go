@@ -44,12 +44,8 @@ func newProcessInput(sh *Shell) *ProcessInput {
 // Spec returns the published description.
 func (t *ProcessInput) Spec() *tools.Spec { return &t.spec }
 
-// Prepare resolves the process and checks the input size in bytes.
+// Prepare checks the input size in bytes and resolves the process.
 func (t *ProcessInput) Prepare(_ context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
-	p, res, err := prepareProcess(t.sh.sup, env, args)
-	if err != nil {
-		return tools.Plan{}, err
-	}
 	input, _, err := stringArg(args, "input")
 	if err != nil {
 		return tools.Plan{}, err
@@ -58,6 +54,10 @@ func (t *ProcessInput) Prepare(_ context.Context, env *tools.Env, args map[strin
 		return tools.Plan{}, &tools.ArgError{Pointer: "/input", Rule: CodeInputTooLarge + ": at most " + strconv.Itoa(t.sh.lim.MaxInputBytes) + " bytes"}
 	}
 	closeIn, err := boolArg(args, "close_stdin", false)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	p, res, err := prepareProcess(t.sh.sup, env, args)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -70,6 +70,9 @@ func (t *ProcessInput) Prepare(_ context.Context, env *tools.Env, args map[strin
 		Artifact:  &processArtifact{proc: p, input: input, closeIn: closeIn},
 	}, nil
 }
+
+// Concealed is the answer for a process id that is not the session's.
+func (t *ProcessInput) Concealed() *tools.ArgError { return concealed() }
 
 // inputResult is the JSON shape of process-input.
 type inputResult struct {

@@ -50,12 +50,8 @@ func newProcessOutput(sh *Shell) *ProcessOutput {
 // Spec returns the published description.
 func (t *ProcessOutput) Spec() *tools.Spec { return &t.spec }
 
-// Prepare resolves the process and applies the defaults.
+// Prepare applies the defaults and resolves the process.
 func (t *ProcessOutput) Prepare(_ context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
-	p, res, err := prepareProcess(t.sh.sup, env, args)
-	if err != nil {
-		return tools.Plan{}, err
-	}
 	cursor, err := intArg(args, "cursor", 0, 0, 1<<53-1)
 	if err != nil {
 		return tools.Plan{}, err
@@ -65,6 +61,10 @@ func (t *ProcessOutput) Prepare(_ context.Context, env *tools.Env, args map[stri
 		return tools.Plan{}, err
 	}
 	waitMS, err := intArg(args, "wait_ms", 0, 0, outputMaxWaitMS)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	p, res, err := prepareProcess(t.sh.sup, env, args)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -81,6 +81,9 @@ func (t *ProcessOutput) Prepare(_ context.Context, env *tools.Env, args map[stri
 		},
 	}, nil
 }
+
+// Concealed is the answer for a process id that is not the session's.
+func (t *ProcessOutput) Concealed() *tools.ArgError { return concealed() }
 
 // outputResult is the JSON shape of process-output.
 type outputResult struct {

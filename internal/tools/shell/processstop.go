@@ -40,14 +40,14 @@ func newProcessStop(sh *Shell) *ProcessStop {
 // Spec returns the published description.
 func (t *ProcessStop) Spec() *tools.Spec { return &t.spec }
 
-// Prepare resolves the process and applies the default grace.
+// Prepare applies the default grace and resolves the process.
 func (t *ProcessStop) Prepare(_ context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
-	p, res, err := prepareProcess(t.sh.sup, env, args)
+	def := int(min(t.sh.lim.GracePeriod.Milliseconds(), stopMaxGraceMS))
+	grace, err := intArg(args, "grace_ms", def, 0, stopMaxGraceMS)
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	def := int(min(t.sh.lim.GracePeriod.Milliseconds(), stopMaxGraceMS))
-	grace, err := intArg(args, "grace_ms", def, 0, stopMaxGraceMS)
+	p, res, err := prepareProcess(t.sh.sup, env, args)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -59,6 +59,9 @@ func (t *ProcessStop) Prepare(_ context.Context, env *tools.Env, args map[string
 		Artifact:  &processArtifact{proc: p, grace: time.Duration(grace) * time.Millisecond},
 	}, nil
 }
+
+// Concealed is the answer for a process id that is not the session's.
+func (t *ProcessStop) Concealed() *tools.ArgError { return concealed() }
 
 // stopResult is the JSON shape of process-stop.
 type stopResult struct {

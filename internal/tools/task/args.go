@@ -29,9 +29,37 @@ func scope(env *tools.Env) (tenant, session string, err error) {
 }
 
 // notFound is the one answer for an id that is not a task of the caller's
-// session, whether it is missing or belongs to another session or tenant.
-func notFound(pointer string) error {
+// session, whether it is missing or belongs to another session or tenant;
+// and, when policy conceals its denial, for a task of another principal
+// of the session.
+func notFound(pointer string) *tools.ArgError {
 	return &tools.ArgError{Pointer: pointer, Rule: "not_found: no such task"}
+}
+
+// allOwners is the owner argument of task-list that asks for the tasks of
+// every principal of the session.
+const allOwners = "*"
+
+// maxOwner bounds the owner argument: a principal id (the gateway accepts
+// subjects of at most 256 bytes).
+const maxOwner = 256
+
+// ownerArg returns task-list's owner argument: a principal id, allOwners,
+// or, when absent, the caller.
+func ownerArg(args map[string]any, caller string) (string, error) {
+	s, ok, err := stringArg(args, "owner")
+	if err != nil || !ok {
+		return caller, err
+	}
+	switch {
+	case s == "":
+		return "", &tools.ArgError{Pointer: "/owner", Rule: "must not be empty"}
+	case len(s) > maxOwner:
+		return "", &tools.ArgError{Pointer: "/owner", Rule: "must be at most " + strconv.Itoa(maxOwner) + " bytes"}
+	case !utf8.ValidString(s):
+		return "", &tools.ArgError{Pointer: "/owner", Rule: "must be valid UTF-8"}
+	}
+	return s, nil
 }
 
 // The shared argument readers of package tools.

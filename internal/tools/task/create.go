@@ -23,7 +23,10 @@ type createArtifact struct {
 }
 
 // Prepare checks the fields and that every dependency is a task of the
-// session. The id is drawn at Run: policy sees the task list, not the id.
+// caller in the session: a principal's tasks wait only for its own, so a
+// task of another principal is not found, exactly like a missing id. The
+// id is drawn at Run: policy sees the task list (the caller's: owner), not
+// the id.
 func (t *createTool) Prepare(ctx context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
 	tenant, session, err := scope(env)
 	if err != nil {
@@ -45,7 +48,8 @@ func (t *createTool) Prepare(ctx context.Context, env *tools.Env, args map[strin
 		return tools.Plan{}, err
 	}
 	for i, d := range deps {
-		if _, err := t.store.Get(ctx, tenant, session, d); errors.Is(err, ErrNotFound) {
+		dep, err := t.store.Get(ctx, tenant, session, d)
+		if errors.Is(err, ErrNotFound) || err == nil && dep.Owner != env.Principal {
 			return tools.Plan{}, notFound("/blocked_by/" + strconv.Itoa(i))
 		} else if err != nil {
 			return tools.Plan{}, err
@@ -56,7 +60,7 @@ func (t *createTool) Prepare(ctx context.Context, env *tools.Env, args map[strin
 	out["blocked_by"] = idsToArgs(deps)
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "task_list", "session": session}},
+		Resources: []tools.Resource{{"type": "task_list", "session": session, "owner": env.Principal}},
 		Artifact: createArtifact{
 			scoped:  scoped{tenant, session},
 			subject: subject, description: description, blockedBy: deps,

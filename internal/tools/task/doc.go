@@ -18,4 +18,14 @@
 // Prepare reads the store to check ids and dependencies and to capture the
 // version of the task it will change; Run writes only if that version is
 // still current, and otherwise reports a conflict to the model.
+//
+// Every task has an owner, the principal that created it. The tools do not
+// judge who may touch whose task: the resources name the owner (task) or
+// whose tasks a call touches (task_list), and policy decides. A denial of
+// task-get or task-update may be concealed (tools.Concealer): the caller
+// then gets the answer of a missing id. So that nothing else tells another
+// principal's task from a missing one, Prepare checks the arguments before
+// it looks a task up, and defers what it finds about another principal's
+// task to Run. A principal's tasks wait only for its own: a dependency on
+// another principal's task is not found.
 package task

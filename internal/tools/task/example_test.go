@@ -46,6 +46,6 @@ func Example() {
 	}
 	fmt.Println(res.Content)
 	// Output:
-	// [map[session:s-1 type:task_list]]
+	// [map[owner:alice session:s-1 type:task_list]]
 	// {"id":"task_abcdefghijkl","subject":"Run the unit tests","description":"","status":"pending","blocked_by":[],"created_at":"2025-03-01T12:00:00.000Z","updated_at":"2025-03-01T12:00:00.000Z"}
 }

@@ -16,7 +16,8 @@ type getArtifact struct {
 	id string
 }
 
-// Prepare checks that the task exists in the session.
+// Prepare checks that the task exists in the session. The task resource
+// names its owner; policy decides whether the caller may read it.
 func (t *getTool) Prepare(ctx context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
 	tenant, session, err := scope(env)
 	if err != nil {
@@ -26,16 +27,25 @@ func (t *getTool) Prepare(ctx context.Context, env *tools.Env, args map[string]a
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	if _, err := t.store.Get(ctx, tenant, session, id); errors.Is(err, ErrNotFound) {
+	cur, err := t.store.Get(ctx, tenant, session, id)
+	if errors.Is(err, ErrNotFound) {
 		return tools.Plan{}, notFound("/task_id")
 	} else if err != nil {
 		return tools.Plan{}, err
 	}
 	return tools.Plan{
 		Args:      copyArgs(args),
-		Resources: []tools.Resource{{"type": "task", "id": id, "session": session}},
+		Resources: []tools.Resource{taskResource(session, cur)},
 		Artifact:  getArtifact{scoped: scoped{tenant, session}, id: id},
 	}, nil
+}
+
+// Concealed is the answer for an id that is not a task of the session.
+func (t *getTool) Concealed() *tools.ArgError { return notFound("/task_id") }
+
+// taskResource is the task resource of task-get and task-update.
+func taskResource(session string, cur Task) tools.Resource {
+	return tools.Resource{"type": "task", "id": cur.ID, "session": session, "owner": cur.Owner}
 }
 
 // Run reads the task as it is now.

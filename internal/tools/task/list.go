@@ -9,13 +9,18 @@ import (
 
 type listTool struct{ base }
 
-// listArtifact is the normalized task-list request; status "" means all.
+// listArtifact is the normalized task-list request; status "" means all
+// statuses, all every principal's tasks (else only owner's).
 type listArtifact struct {
 	scoped
 	status string
+	owner  string
+	all    bool
 }
 
-// Prepare checks the filter.
+// Prepare checks the filters. The task_list resource says whose tasks the
+// call would show: "owner" (the caller's id by default), or, for owner
+// "*", no owner and "all_owners": true; policy decides on it.
 func (t *listTool) Prepare(_ context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
 	tenant, session, err := scope(env)
 	if err != nil {
@@ -25,14 +30,29 @@ func (t *listTool) Prepare(_ context.Context, env *tools.Env, args map[string]an
 	if err != nil {
 		return tools.Plan{}, err
 	}
+	owner, err := ownerArg(args, env.Principal)
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	_, named := args["owner"]
+	all := named && owner == allOwners
+	res := tools.Resource{"type": "task_list", "session": session, "owner": owner}
+	if all {
+		// No owner member: a rule matching "owner" against the caller's
+		// id cannot mistake "every principal" for a principal named "*".
+		res = tools.Resource{"type": "task_list", "session": session, "all_owners": true}
+	}
+	out := copyArgs(args)
+	out["owner"] = owner
 	return tools.Plan{
-		Args:      copyArgs(args),
-		Resources: []tools.Resource{{"type": "task_list", "session": session}},
-		Artifact:  listArtifact{scoped: scoped{tenant, session}, status: status},
+		Args:      out,
+		Resources: []tools.Resource{res},
+		Artifact:  listArtifact{scoped: scoped{tenant, session}, status: status, owner: owner, all: all},
 	}, nil
 }
 
-// Run lists the session's tasks in creation order.
+// Run lists the session's tasks of the prepared owner (or of every
+// principal) in creation order.
 func (t *listTool) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.Limits) (tools.Result, error) {
 	a, ok := artifact.(listArtifact)
 	if !ok {
@@ -41,18 +61,15 @@ func (t *listTool) Run(ctx context.Context, env *tools.Env, artifact any, lim to
 	if err := a.runScope(env); err != nil {
 		return tools.Result{}, err
 	}
-	all, err := t.store.List(ctx, a.tenant, a.session)
+	ts, err := t.store.List(ctx, a.tenant, a.session)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("task: list: %w", err)
 	}
-	if a.status != "" {
-		kept := make([]Task, 0, len(all))
-		for _, x := range all {
-			if x.Status == a.status {
-				kept = append(kept, x)
-			}
+	kept := make([]Task, 0, len(ts))
+	for _, x := range ts {
+		if (a.all || x.Owner == a.owner) && (a.status == "" || x.Status == a.status) {
+			kept = append(kept, x)
 		}
-		all = kept
 	}
-	return renderList(all, lim)
+	return renderList(kept, lim)
 }

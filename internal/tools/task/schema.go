@@ -17,6 +17,7 @@ func schemaFor(tmpl string, o Options) string {
 		"{MAX_DEPS}", strconv.Itoa(o.MaxDependencies),
 		"{ID_PATTERN}", idPattern,
 		"{ID_LEN}", strconv.Itoa(idLen),
+		"{MAX_OWNER}", strconv.Itoa(maxOwner),
 	).Replace(tmpl)
 }
 
@@ -35,7 +36,7 @@ const createSchemaTmpl = `{
     "blocked_by": {
       "type": "array", "maxItems": {MAX_DEPS}, "uniqueItems": true, "default": [],
       "items": {"type": "string", "minLength": {ID_LEN}, "maxLength": {ID_LEN}, "pattern": "{ID_PATTERN}"},
-      "description": "Ids of tasks of this session that must be completed before this one. Default none."
+      "description": "Ids of your tasks of this session that must be completed before this one. Default none."
     }
   },
   "required": ["subject"],
@@ -65,7 +66,7 @@ const updateSchemaTmpl = `{
     "add_blocked_by": {
       "type": "array", "maxItems": {MAX_DEPS}, "uniqueItems": true,
       "items": {"type": "string", "minLength": {ID_LEN}, "maxLength": {ID_LEN}, "pattern": "{ID_PATTERN}"},
-      "description": "Ids of tasks of this session that must now be completed before this one."
+      "description": "Ids of tasks of this session, of the task's owner, that must now be completed before this one."
     },
     "remove_blocked_by": {
       "type": "array", "maxItems": {MAX_DEPS}, "uniqueItems": true,
@@ -97,6 +98,10 @@ const listSchemaTmpl = `{
     "status": {
       "type": "string", "enum": ["pending", "in_progress", "completed"], "maxLength": 11,
       "description": "List only tasks with this status. Default: all tasks."
+    },
+    "owner": {
+      "type": "string", "minLength": 1, "maxLength": {MAX_OWNER},
+      "description": "List the tasks of this principal, or \"*\" for every principal of the session, where policy allows it. Default: your own tasks."
     }
   },
   "additionalProperties": false

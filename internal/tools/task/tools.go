@@ -15,7 +15,8 @@ const toolTimeout = 10 * time.Second
 
 // Tools returns the task tools in their published order: task-create,
 // task-update, task-get, task-list. They share store, which holds one task
-// list per (tenant, session).
+// list per (tenant, session); each task has an owner, the principal that
+// created it, which the resources show to policy.
 func Tools(store Store, opts Options) []tools.Tool {
 	o := opts.withDefaults()
 	b := func(name, action, description, schema string, ann tools.Annotations) base {
@@ -33,8 +34,8 @@ func Tools(store Store, opts Options) []tools.Tool {
 	max := strconv.Itoa(o.MaxTasks)
 	return []tools.Tool{
 		&createTool{b("task-create", "task.create",
-			"Add a task to this session's task list (at most "+max+" tasks per session). Use it to plan "+
-				"multi-step work: one task per step, with blocked_by naming the tasks that must be completed "+
+			"Add a task of yours to this session's task list (at most "+max+" tasks per session). Use it to plan "+
+				"multi-step work: one task per step, with blocked_by naming your tasks that must be completed "+
 				"first. New tasks are pending. Returns the task as JSON, including its id.",
 			createSchemaTmpl, tools.Annotations{})},
 		&updateTool{b("task-update", "task.update",
@@ -46,8 +47,9 @@ func Tools(store Store, opts Options) []tools.Tool {
 			"Read one task of this session, with its full description, as JSON.",
 			getSchemaTmpl, tools.Annotations{ReadOnly: true, Idempotent: true})},
 		&listTool{b("task-list", "task.list",
-			`List this session's tasks in creation order as JSON {"tasks":[...]}, optionally only those `+
-				"with one status. A long list leaves out descriptions; read them with task-get.",
+			`List your tasks of this session in creation order as JSON {"tasks":[...]}, optionally only those `+
+				"with one status, or another principal's (owner) where policy allows it. A long list leaves out "+
+				"descriptions; read them with task-get.",
 			listSchemaTmpl, tools.Annotations{ReadOnly: true, Idempotent: true})},
 	}
 }

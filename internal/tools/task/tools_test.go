@@ -163,7 +163,8 @@ func TestPlannedArgsCarryDefaultsAndMatchTheSchema(t *testing.T) {
 		{"task-update", `{"task_id":"` + a.ID + `","status":"completed"}`,
 			map[string]any{"task_id": a.ID, "status": "completed"}},
 		{"task-get", `{"task_id":"` + a.ID + `"}`, map[string]any{"task_id": a.ID}},
-		{"task-list", `{}`, map[string]any{}},
+		{"task-list", `{}`, map[string]any{"owner": "alice"}},
+		{"task-list", `{"owner":"*"}`, map[string]any{"owner": "*"}},
 	}
 	for _, c := range cases {
 		args := decodeArgs(t, c.args)
@@ -192,10 +193,12 @@ func TestResourcesAreTheShapesThePolicyPackExpects(t *testing.T) {
 		tool, args string
 		want       tools.Resource
 	}{
-		{"task-create", `{"subject":"b"}`, tools.Resource{"type": "task_list", "session": "s-1"}},
-		{"task-update", `{"task_id":"` + a.ID + `","subject":"c"}`, tools.Resource{"type": "task", "id": a.ID, "session": "s-1"}},
-		{"task-get", `{"task_id":"` + a.ID + `"}`, tools.Resource{"type": "task", "id": a.ID, "session": "s-1"}},
-		{"task-list", `{"status":"pending"}`, tools.Resource{"type": "task_list", "session": "s-1"}},
+		{"task-create", `{"subject":"b"}`, tools.Resource{"type": "task_list", "session": "s-1", "owner": "alice"}},
+		{"task-update", `{"task_id":"` + a.ID + `","subject":"c"}`, tools.Resource{"type": "task", "id": a.ID, "session": "s-1", "owner": "alice"}},
+		{"task-get", `{"task_id":"` + a.ID + `"}`, tools.Resource{"type": "task", "id": a.ID, "session": "s-1", "owner": "alice"}},
+		{"task-list", `{"status":"pending"}`, tools.Resource{"type": "task_list", "session": "s-1", "owner": "alice"}},
+		{"task-list", `{"owner":"bob"}`, tools.Resource{"type": "task_list", "session": "s-1", "owner": "bob"}},
+		{"task-list", `{"owner":"*"}`, tools.Resource{"type": "task_list", "session": "s-1", "all_owners": true}},
 	}
 	for _, c := range cases {
 		plan, err := f.tools[c.tool].Prepare(t.Context(), e, decodeArgs(t, c.args))

@@ -40,21 +40,34 @@ func (r updateRequest) apply(base Task) Task {
 }
 
 // updateArtifact is the request and the task as it was when prepared; Run
-// writes only if the task is still at base.Version.
+// writes only if the task is still at base.Version. deferred is a refusal
+// Prepare found for a task of another principal (see Prepare): Run
+// answers it, nothing is written.
 type updateArtifact struct {
 	scoped
-	base Task
-	req  updateRequest
+	base     Task
+	req      updateRequest
+	deferred *tools.ArgError
 }
 
-// Prepare checks that the task exists in the session, that the change is
-// one, and that new dependencies exist and close no cycle.
+// Prepare checks the change (before it looks the task up), that the task
+// exists in the session, and that new dependencies are tasks of the task's
+// owner and close no cycle. The task resource names the owner.
+//
+// What the last checks find depends on the task. For a task of another
+// principal they must not answer before policy has decided, or the answer
+// would tell the task from a missing one: they are deferred to Run, which
+// answers them only if policy allowed the call.
 func (t *updateTool) Prepare(ctx context.Context, env *tools.Env, args map[string]any) (tools.Plan, error) {
 	tenant, session, err := scope(env)
 	if err != nil {
 		return tools.Plan{}, err
 	}
 	id, err := idArg(args, "task_id")
+	if err != nil {
+		return tools.Plan{}, err
+	}
+	req, err := t.readRequest(args)
 	if err != nil {
 		return tools.Plan{}, err
 	}
@@ -65,19 +78,13 @@ func (t *updateTool) Prepare(ctx context.Context, env *tools.Env, args map[strin
 	if err != nil {
 		return tools.Plan{}, err
 	}
-	req, err := t.readRequest(args)
-	if err != nil {
-		return tools.Plan{}, err
-	}
-	next := req.apply(cur)
-	if len(next.BlockedBy) > t.opts.MaxDependencies {
-		return tools.Plan{}, &tools.ArgError{Pointer: "/add_blocked_by",
-			Rule: "a task may be blocked by at most " + strconv.Itoa(t.opts.MaxDependencies) + " tasks"}
-	}
-	if added := NewDeps(cur.BlockedBy, next.BlockedBy); len(added) > 0 {
-		if err := t.checkDeps(ctx, tenant, session, id, req.add, added); err != nil {
+	var deferred *tools.ArgError
+	if err := t.checkChange(ctx, tenant, session, cur, req); err != nil {
+		var ae *tools.ArgError
+		if !errors.As(err, &ae) || cur.Owner == env.Principal {
 			return tools.Plan{}, err
 		}
+		deferred = ae
 	}
 
 	out := copyArgs(args)
@@ -89,9 +96,26 @@ func (t *updateTool) Prepare(ctx context.Context, env *tools.Env, args map[strin
 	}
 	return tools.Plan{
 		Args:      out,
-		Resources: []tools.Resource{{"type": "task", "id": id, "session": session}},
-		Artifact:  updateArtifact{scoped: scoped{tenant, session}, base: cur, req: req},
+		Resources: []tools.Resource{taskResource(session, cur)},
+		Artifact:  updateArtifact{scoped: scoped{tenant, session}, base: cur, req: req, deferred: deferred},
 	}, nil
+}
+
+// Concealed is the answer for an id that is not a task of the session.
+func (t *updateTool) Concealed() *tools.ArgError { return notFound("/task_id") }
+
+// checkChange checks what req does to cur against the session's tasks:
+// the number of dependencies, and new ones (see checkDeps).
+func (t *updateTool) checkChange(ctx context.Context, tenant, session string, cur Task, req updateRequest) error {
+	next := req.apply(cur)
+	if len(next.BlockedBy) > t.opts.MaxDependencies {
+		return &tools.ArgError{Pointer: "/add_blocked_by",
+			Rule: "a task may be blocked by at most " + strconv.Itoa(t.opts.MaxDependencies) + " tasks"}
+	}
+	if added := NewDeps(cur.BlockedBy, next.BlockedBy); len(added) > 0 {
+		return t.checkDeps(ctx, tenant, session, cur, req.add, added)
+	}
+	return nil
 }
 
 // readRequest reads the optional changes; at least one must be given.
@@ -132,22 +156,26 @@ func (t *updateTool) readRequest(args map[string]any) (updateRequest, error) {
 }
 
 // checkDeps checks the dependencies a change adds against the session's
-// tasks: each must exist, and none may lead back to the task.
-func (t *updateTool) checkDeps(ctx context.Context, tenant, session, id string, add, added []string) error {
+// tasks: each must be a task of the task's owner (a principal's tasks wait
+// only for its own; any other id is not found), and none may lead back to
+// the task.
+func (t *updateTool) checkDeps(ctx context.Context, tenant, session string, cur Task, add, added []string) error {
 	all, err := t.store.List(ctx, tenant, session)
 	if err != nil {
 		return err
 	}
 	edges := make(map[string][]string, len(all))
+	owners := make(map[string]string, len(all))
 	for _, x := range all {
 		edges[x.ID] = x.BlockedBy
+		owners[x.ID] = x.Owner
 	}
 	for i, d := range add {
-		if _, ok := edges[d]; !ok {
+		if owner, ok := owners[d]; !ok || owner != cur.Owner {
 			return notFound("/add_blocked_by/" + strconv.Itoa(i))
 		}
 	}
-	if CreatesCycle(edges, id, added) {
+	if CreatesCycle(edges, cur.ID, added) {
 		return &tools.ArgError{Pointer: "/add_blocked_by", Rule: "cycle: the task would wait, directly or through others, for itself"}
 	}
 	return nil
@@ -161,6 +189,11 @@ func (t *updateTool) Run(ctx context.Context, env *tools.Env, artifact any, lim 
 	}
 	if err := a.runScope(env); err != nil {
 		return tools.Result{}, err
+	}
+	if a.deferred != nil {
+		// Policy allowed a change to another principal's task that
+		// Prepare refused: the same feedback, now that it may be given.
+		return tools.Result{}, &tools.ModelError{Message: "invalid arguments: " + a.deferred.Error()}
 	}
 	next := a.req.apply(a.base)
 	next.Updated = t.nowMS()
