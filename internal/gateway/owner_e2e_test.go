@@ -107,6 +107,10 @@ func withoutIDs(r response) []byte {
 // records Bob's attempts as the denials they are. A supervisor may read,
 // feed and stop them.
 func TestAnotherPrincipalsProcessesAndTasksAnswerLikeUnknownIDs(t *testing.T) {
+	asGatewayUsers(t, testAnotherPrincipalsProcessesAndTasks)
+}
+
+func testAnotherPrincipalsProcessesAndTasks(t *testing.T) {
 	h := start(t, withAllTools)
 	o := ownerCalls{h: h, session: "s-shared"}
 	alice := h.token("acme", "alice", "developer")
