@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/sandbox/sandboxtest"
 )
 
 // The command jail attacked through the real HTTP server, as a tenant with
@@ -73,6 +73,8 @@ func TestJailRecursiveGrepSkipsProtectedFiles(t *testing.T) {
 func TestJailApprovedCodeStaysInside(t *testing.T) {
 	needPython(t)
 	h := start(t, withAllTools)
+	fifo := filepath.Join(h.dir, "ws/acme/notes/survivor")
+	sandboxtest.MakeFIFO(t, fifo)
 	mallory := h.token("acme", "mallory", "developer")
 	bob := h.token("acme", "bob", "approver")
 	script := fmt.Sprintf(`import os, time
@@ -100,12 +102,7 @@ if pid == 0:
         os._exit(0)
 _, st = os.waitpid(pid, 0)
 print('alloc no' if st != 0 else 'alloc ended', flush=True)
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(1.5)
-        open('notes/late', 'w').write('survived')
-    os._exit(0)
+%s
 n = 0
 for i in range(1500):
     try:
@@ -118,7 +115,7 @@ for i in range(1500):
 print('forked', n)
 print('done')`,
 		filepath.Join(h.dir, "secret"), filepath.Join(h.dir, "audit.db"),
-		filepath.Join(h.dir, "ws/globex/docs/guide.md"), os.Getpid())
+		filepath.Join(h.dir, "ws/globex/docs/guide.md"), os.Getpid(), sandboxtest.SurvivorScript("notes/survivor"))
 	r := h.bashCall(mallory, "python3 -c "+shellQuote(script), "")
 	if r.str("outcome") != "approval_required" {
 		t.Fatalf("python3 should wait for a human: %s", r.raw)
@@ -149,8 +146,7 @@ print('done')`,
 	} else if fmt.Sscanf(out[i:], "forked %d", &n); n > 128 {
 		t.Errorf("forked %d processes, more than the default limit of 128", n)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	if _, err := os.Stat(filepath.Join(h.dir, "ws/acme/notes/late")); err == nil {
+	if sandboxtest.FIFOHasReader(t, fifo) {
 		t.Fatal("a setsid, double-forked child outlived the call")
 	}
 }
@@ -321,15 +317,8 @@ func TestJailBackgroundProcessStopEndsTheJail(t *testing.T) {
 		return h.call(dev, tool, string(b))
 	}
 	script := func(name string) string {
-		return "python3 -c " + shellQuote(fmt.Sprintf(`import os, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(2)
-        open('out/%s', 'w').write('survived')
-    os._exit(0)
-print('started', flush=True)
-time.sleep(60)`, name))
+		sandboxtest.MakeFIFO(t, filepath.Join(h.dir, "ws/acme/out", name))
+		return "python3 -c " + shellQuote(sandboxtest.SurvivorScript("out/"+name)+"import time\nprint('started', flush=True)\ntime.sleep(60)")
 	}
 	start := func(name string) string {
 		r := call("bash", map[string]any{"command": script(name), "background": true})
@@ -349,12 +338,13 @@ time.sleep(60)`, name))
 	if r := call("process-stop", map[string]any{"process_id": pid, "grace_ms": 100}); r.str("outcome") != "ok" {
 		t.Fatalf("process-stop: %s", r.raw)
 	}
+	// process-stop answers once the jail has ended.
+	if sandboxtest.FIFOHasReader(t, filepath.Join(h.dir, "ws/acme/out", "late-stop")) {
+		t.Error("late-stop: a detached child outlived its jail")
+	}
 	must(t, h.g.Close()) // what shutdown does after the server stops
-	time.Sleep(3 * time.Second)
-	for _, name := range []string{"late-stop", "late-shutdown"} {
-		if _, err := os.Stat(filepath.Join(h.dir, "ws/acme/out", name)); err == nil {
-			t.Errorf("%s: a detached child outlived its jail", name)
-		}
+	if sandboxtest.FIFOHasReader(t, filepath.Join(h.dir, "ws/acme/out", "late-shutdown")) {
+		t.Error("late-shutdown: a detached child outlived its jail")
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/sandbox/sandboxtest"
 )
 
 // The jail, attacked as a hostile program would: each test runs real
@@ -444,22 +446,23 @@ func hasJailDirs(ents []os.DirEntry) bool {
 func TestJailKillsSurvivors(t *testing.T) {
 	w := newJailWorkspace(t)
 	progs := lookPaths(t, "python3")
-	script := `import os, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(1.5)
-        open('late', 'w').write('survived')
-    os._exit(0)
-print('parent done')`
-	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs}, w.ws, progs[0], "-c", script)
+	fifo := survivorFIFO(t, w.ws)
+	r := runInJail(t, Jail{Workspace: w.ws, Programs: progs}, w.ws, progs[0], "-c", sandboxtest.SurvivorScript("survivor")+"print('parent done')")
 	if !strings.Contains(r.out, "parent done") {
 		t.Fatalf("program:\n%s", r.out)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	if _, err := os.Stat(filepath.Join(w.ws, "late")); err == nil {
+	if sandboxtest.FIFOHasReader(t, fifo) {
 		t.Fatal("a double-forked child survived its jail")
 	}
+}
+
+// survivorFIFO makes the FIFO a survivor holds, in the workspace ws.
+func survivorFIFO(t *testing.T, ws string) string {
+	t.Helper()
+	p := filepath.Join(ws, "survivor")
+	sandboxtest.MakeFIFO(t, p)
+	must(t, testJailer(t).OwnWorkspace(ws))
+	return p
 }
 
 // Without the network obligation the jail has no network: a listener on
