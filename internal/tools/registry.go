@@ -49,8 +49,9 @@ func (r *Registry) All() []Tool { return r.order }
 
 // Workspace is a tenant's confined folder, opened once at start.
 type Workspace struct {
-	root *os.Root
-	dir  string
+	root  *os.Root
+	dir   string
+	quota Quota // nil: none
 }
 
 // OpenWorkspace opens dir as a workspace root. dir must be an existing
