@@ -266,3 +266,32 @@ func TestReadyzSaysNothingAboutSharingWithPostgres(t *testing.T) {
 		t.Fatalf("readyz workspaces with PostgreSQL: %s", b)
 	}
 }
+
+// A seeded workspace created on btrfs is a subvolume holding the seed,
+// made under a temporary name and renamed, so that a failure half way
+// never leaves a half-seeded workspace under the real name.
+func TestSeededWorkspaceOnBtrfsIsASubvolume(t *testing.T) {
+	mnt := quotatest.Btrfs(t, true)
+	seed := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(seed, "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(seed, "docs/guide.md"), []byte("seeded\n"), 0o644))
+	tenant := config.Tenant{Workspace: filepath.Join(mnt, "acme"), Seed: seed}
+	sub, err := prepareWorkspace(tenant)
+	if err != nil || !sub {
+		t.Fatalf("prepareWorkspace: %v, %v", sub, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tenant.Workspace, "docs/guide.md")); err != nil || string(b) != "seeded\n" {
+		t.Fatalf("seed not copied: %q %v", b, err)
+	}
+	if out := quotatest.Run(t, "btrfs", "subvolume", "list", "-o", mnt); !strings.Contains(out, "path acme") || strings.Contains(out, ".seed-") {
+		t.Fatalf("subvolumes:\n%s", out)
+	}
+	// At the next start the workspace exists: nothing is created or copied.
+	must(t, os.Remove(filepath.Join(tenant.Workspace, "docs/guide.md")))
+	if sub, err := prepareWorkspace(tenant); err != nil || sub {
+		t.Fatalf("second start: %v, %v", sub, err)
+	}
+	if _, err := os.Stat(filepath.Join(tenant.Workspace, "docs/guide.md")); !os.IsNotExist(err) {
+		t.Fatal("the seed was copied again into an existing workspace")
+	}
+}
