@@ -66,6 +66,11 @@ type Options struct {
 	// Confinement, when set, is reported by /readyz: which OS confinement
 	// commands run under (never claimed when not active).
 	Confinement any
+	// Workspaces, when set, is reported by /readyz: how the tenants'
+	// workspace quotas are enforced, and whether a workspace shares the
+	// audit database's filesystem (never failing readiness, never naming
+	// a tenant or a path).
+	Workspaces any
 	// JWKS is the key set of the assertions sent to upstream tools, served
 	// unauthenticated at GET /.well-known/jwks.json; nil serves no keys.
 	JWKS []byte
@@ -242,6 +247,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"status": status, "checks": checks}
 	if s.o.Confinement != nil {
 		body["confinement"] = s.o.Confinement
+	}
+	if s.o.Workspaces != nil {
+		body["workspaces"] = s.o.Workspaces
 	}
 	writeJSON(w, code, body)
 }

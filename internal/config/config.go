@@ -163,6 +163,28 @@ type Tenant struct {
 	// skill tool. It must not overlap any workspace, so that no agent can
 	// rewrite the instructions it is given.
 	Skills string `yaml:"skills"`
+	// Limits override the gateway-wide limits for this tenant.
+	Limits TenantLimits `yaml:"limits"`
+}
+
+// TenantLimits are one tenant's own ceilings; a key left out takes the
+// gateway-wide value under limits.
+type TenantLimits struct {
+	// WorkspaceBytes overrides limits.workspace_bytes (nil: not set).
+	WorkspaceBytes *int64 `yaml:"workspace_bytes"`
+}
+
+// WorkspaceBytes is the disk space tenant's workspace may take: its own
+// tenants.<name>.limits.workspace_bytes, else limits.workspace_bytes,
+// else DefaultWorkspaceBytes (a Config built by hand).
+func (c *Config) WorkspaceBytes(tenant string) int64 {
+	if n := c.Tenants[tenant].Limits.WorkspaceBytes; n != nil && *n > 0 {
+		return *n
+	}
+	if c.Limits.WorkspaceBytes > 0 {
+		return c.Limits.WorkspaceBytes
+	}
+	return DefaultWorkspaceBytes
 }
 
 // Tools selects the tools the gateway offers.
@@ -206,6 +228,12 @@ type Limits struct {
 	// TenantLongPolls bounds the long polls (GET /v1/calls/{id}?wait=) of
 	// one tenant waiting at once on each replica (default 100).
 	TenantLongPolls int `yaml:"tenant_long_polls"`
+	// WorkspaceBytes is the disk space each tenant's workspace may take
+	// (default 1 GiB); tenants.<name>.limits.workspace_bytes overrides it.
+	// Enforced by the kernel where the workspace is a btrfs subvolume
+	// with a qgroup limit, else measured by the gateway (README
+	// "Workspace quotas").
+	WorkspaceBytes int64 `yaml:"workspace_bytes"`
 }
 
 // Sandbox configures the command jail (README "Security model").

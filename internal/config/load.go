@@ -58,6 +58,8 @@ const (
 const (
 	DefaultTenantLongPolls = 100
 	DefaultMaxPending      = 1000
+	// DefaultWorkspaceBytes is limits.workspace_bytes's default: 1 GiB.
+	DefaultWorkspaceBytes = 1 << 30
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -154,6 +156,7 @@ func defaults() *Config {
 			TenantCommands:    DefaultTenantCommands,
 			IdempotencyTTL:    DefaultIdempotencyTTL,
 			TenantLongPolls:   DefaultTenantLongPolls,
+			WorkspaceBytes:    DefaultWorkspaceBytes,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},

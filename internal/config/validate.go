@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/quota"
 )
 
 var (
@@ -324,8 +326,18 @@ func (v *validator) tenants(ts map[string]Tenant) {
 				v.add(key+".workspace", "%s is not a directory", t.Workspace)
 			}
 			v.dir(key+".seed", t.Seed)
+		case quota.CanCreateSubvolume(t.Workspace):
+			// Created at start as a btrfs subvolume (README "Workspace
+			// quotas").
 		default:
-			v.dir(key+".workspace", t.Workspace)
+			if _, err := os.Stat(t.Workspace); os.IsNotExist(err) {
+				v.add(key+".workspace", "directory %s does not exist (a missing workspace is created at start only from a seed, or as a btrfs subvolume when its parent folder is on btrfs)", t.Workspace)
+			} else {
+				v.dir(key+".workspace", t.Workspace)
+			}
+		}
+		if n := t.Limits.WorkspaceBytes; n != nil && *n <= 0 {
+			v.add(key+".limits.workspace_bytes", "must be a positive number of bytes, got %d", *n)
 		}
 	}
 	// Overlapping workspaces would let one tenant reach another's files.
@@ -491,6 +503,9 @@ func (v *validator) limits(l Limits) {
 		v.add("limits.idempotency_ttl", "must be at least 1m, got %s", l.IdempotencyTTL)
 	}
 	positive("limits.tenant_long_polls", int64(l.TenantLongPolls))
+	if l.WorkspaceBytes <= 0 {
+		v.add("limits.workspace_bytes", "must be a positive number of bytes, got %d", l.WorkspaceBytes)
+	}
 	switch {
 	case l.TenantRate < 0 || l.TenantRate > ratelimitMax:
 		v.add("limits.tenant_rate", "must be from 0 (off) to %g requests per second, got %g", float64(ratelimitMax), l.TenantRate)

@@ -65,6 +65,7 @@ type Gateway struct {
 	jailOnce   sync.Once         // stdio MCP upstreams start the jail on first use
 	front      *mcpserver.Server // the MCP front door; nil with mcp.enabled: false
 	console    *console.Server   // the web console; nil with console.enabled: false
+	wsReport   workspacesReport  // the workspaces' quotas, for /readyz
 }
 
 // TracingShutdownTimeout bounds how long Close waits for the spans still
@@ -144,8 +145,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	// Tenants' workspaces, opened once.
 	envs := map[string]*tools.Env{}
 	for name, t := range cfg.Tenants {
-		if err := seedWorkspace(t); err != nil {
+		subvolume, err := prepareWorkspace(t)
+		if err != nil {
 			return nil, fmt.Errorf("tenants.%s: %w", name, err)
+		}
+		if subvolume {
+			log.Info("created the workspace as a btrfs subvolume", "tenant", name, "workspace", t.Workspace)
 		}
 		ws, err := tools.OpenWorkspace(t.Workspace)
 		if err != nil {
@@ -154,6 +159,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		g.workspaces = append(g.workspaces, ws)
 		envs[name] = &tools.Env{Tenant: name, Workspace: ws}
 	}
+	g.startQuotas(envs)
 
 	// Policy: a folder or a bundle.
 	bundleSrc, err := bundleOptions(cfg)
@@ -180,6 +186,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	g.checkAuditFilesystem()
 	// Tools, in the order the configuration declares them (some families
 	// keep state in the database).
 	reg, err := g.buildRegistry(ctx)
@@ -273,7 +280,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Calls: g.services.Calls, Approvals: g.services.Approvals, Policy: g.services.Policy,
 		Audit: g.services.Audit, Health: g.services.Health, Auth: authn, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
-		Confinement: g.confinementReport(), JWKS: jwks,
+		Confinement: g.confinementReport(), Workspaces: g.workspacesReady(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
 		MCP: mcpHandler, TenantBuckets: tenantBuckets, Console: consoleHandler,

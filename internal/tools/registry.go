@@ -49,8 +49,9 @@ func (r *Registry) All() []Tool { return r.order }
 
 // Workspace is a tenant's confined folder, opened once at start.
 type Workspace struct {
-	root *os.Root
-	dir  string
+	root  *os.Root
+	dir   string
+	quota Quota // nil: none
 	// owner, when set, is who every file and folder the tools create
 	// belongs to: the command jail's user, so that nothing in the
 	// workspace is root's (see SetOwner).

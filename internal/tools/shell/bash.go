@@ -219,17 +219,19 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if err != nil {
 		return tools.Result{}, err
 	}
+	readOnly := quotaConfine(env, j)
 	if a.background {
 		id, err := t.sh.sup.start(env.Tenant, env.SessionID, env.Principal, a, j)
 		if err != nil {
 			return tools.Result{}, err
 		}
-		return tools.Result{
+		return quotaStarted(env, j, readOnly, tools.Result{
 			Content: "started process " + id,
 			Data:    map[string]any{"process_id": id},
-		}, nil
+		}), nil
 	}
-	return t.runForeground(ctx, a, j, lim)
+	res, err := t.runForeground(ctx, a, j, lim)
+	return quotaAfter(ctx, env, readOnly, res, err)
 }
 
 // runForeground runs the job to its end or its time limit and shapes the

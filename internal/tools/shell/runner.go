@@ -30,7 +30,8 @@ func (r JailRunner) Start(c Confinement, spec []byte, stdin, out *os.File) (*san
 			return nil, err
 		}
 	}
-	lim := r.Limits.Tighten(sandbox.Limits{MemoryBytes: c.Limits.MemoryBytes, MaxProcesses: c.Limits.MaxProcesses})
+	lim := r.Limits.Tighten(sandbox.Limits{MemoryBytes: c.Limits.MemoryBytes, MaxProcesses: c.Limits.MaxProcesses,
+		FileSizeBytes: c.FileSizeBytes})
 	return r.Jailer.Start(sandbox.Job{
 		Jail: sandbox.Jail{
 			Workspace:  c.Workspace,
@@ -68,5 +69,9 @@ func (r LandlockRunner) Start(c Confinement, spec []byte, stdin, out *os.File) (
 		}
 	}
 	run := sandbox.Run{Payload: command.PayloadName, Data: spec, Dir: c.Workspace}
-	return sandbox.StartLandlock(sandbox.Job{Run: run, Stdin: stdin, Stdout: out}, sandbox.Policy{WritableDirs: []string{c.Workspace}}, r.Self)
+	writable := []string{c.Workspace}
+	if c.Limits.WritePaths != nil && len(c.Limits.WritePaths) == 0 {
+		writable = nil // read-only (a full workspace)
+	}
+	return sandbox.StartLandlock(sandbox.Job{Run: run, Stdin: stdin, Stdout: out}, sandbox.Policy{WritableDirs: writable}, r.Self)
 }

@@ -112,6 +112,9 @@ type Confinement struct {
 	// Limits are the call's limits, obligations applied (write paths, exec
 	// paths, resource limits, network, hidden paths).
 	Limits tools.Limits
+	// FileSizeBytes, when positive, tightens the largest file a program
+	// may write: the room the workspace's quota has left.
+	FileSizeBytes int64
 }
 
 // Shell holds the process supervisor shared by bash and the process tools.

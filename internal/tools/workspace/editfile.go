@@ -162,14 +162,18 @@ func (t *EditFile) Run(ctx context.Context, env *tools.Env, artifact any, lim to
 	if err := recheckLinks(f); err != nil {
 		return tools.Result{}, err
 	}
+	if err := checkRoom(env, int64(len(after)-len(before))); err != nil {
+		return tools.Result{}, err
+	}
+	defer remeasure(env)
 	if _, err := f.WriteAt([]byte(after), 0); err != nil {
-		return tools.Result{}, fmt.Errorf("workspace: write: %w", err)
+		return tools.Result{}, quotaErr(fmt.Errorf("workspace: write: %w", err))
 	}
 	if err := f.Truncate(int64(len(after))); err != nil {
-		return tools.Result{}, fmt.Errorf("workspace: truncate: %w", err)
+		return tools.Result{}, quotaErr(fmt.Errorf("workspace: truncate: %w", err))
 	}
 	if err := f.Close(); err != nil {
-		return tools.Result{}, fmt.Errorf("workspace: close: %w", err)
+		return tools.Result{}, quotaErr(fmt.Errorf("workspace: close: %w", err))
 	}
 
 	noun := "occurrence"

@@ -128,10 +128,13 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 		if err == nil {
 			// The link count again, right before the first change.
 			if err = recheckLinks(f); err == nil {
+				err = checkRoom(env, int64(len(a.content))-fileSize(f))
+			}
+			if err == nil {
 				err = f.Truncate(0)
 			}
 		}
-	} else {
+	} else if err = checkRoom(env, int64(len(a.content))); err == nil {
 		f, err = createPrepared(root, a.target, lim, env.Workspace)
 	}
 	if err != nil {
@@ -140,12 +143,13 @@ func (t *WriteFile) Run(ctx context.Context, env *tools.Env, artifact any, lim t
 		}
 		return tools.Result{}, err
 	}
+	defer remeasure(env)
 	if _, err := f.WriteString(a.content); err != nil {
 		f.Close()
-		return tools.Result{}, fmt.Errorf("workspace: write: %w", err)
+		return tools.Result{}, quotaErr(fmt.Errorf("workspace: write: %w", err))
 	}
 	if err := f.Close(); err != nil {
-		return tools.Result{}, fmt.Errorf("workspace: close: %w", err)
+		return tools.Result{}, quotaErr(fmt.Errorf("workspace: close: %w", err))
 	}
 	msg := "wrote " + strconv.Itoa(len(a.content)) + " bytes to " + a.target.Rel
 	return tools.Result{
@@ -237,4 +241,13 @@ func mkdirChild(dir *os.Root, name string, ws *tools.Workspace) (*os.Root, error
 		}
 	}
 	return sub, nil
+}
+
+// fileSize is the size of the open file f (0 when it cannot be read).
+func fileSize(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
