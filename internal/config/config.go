@@ -172,6 +172,21 @@ type Tenant struct {
 type TenantLimits struct {
 	// WorkspaceBytes overrides limits.workspace_bytes (nil: not set).
 	WorkspaceBytes *int64 `yaml:"workspace_bytes"`
+	// CPUWeight overrides limits.cpu_weight (nil: not set).
+	CPUWeight *int `yaml:"cpu_weight"`
+}
+
+// CPUWeight is tenant's share of a contended CPU against other tenants:
+// its own tenants.<name>.limits.cpu_weight, else limits.cpu_weight, else
+// DefaultCPUWeight (a Config built by hand).
+func (c *Config) CPUWeight(tenant string) int {
+	if n := c.Tenants[tenant].Limits.CPUWeight; n != nil && *n > 0 {
+		return *n
+	}
+	if c.Limits.CPUWeight > 0 {
+		return c.Limits.CPUWeight
+	}
+	return DefaultCPUWeight
 }
 
 // WorkspaceBytes is the disk space tenant's workspace may take: its own
@@ -234,6 +249,11 @@ type Limits struct {
 	// with a qgroup limit, else measured by the gateway (README
 	// "Workspace quotas").
 	WorkspaceBytes int64 `yaml:"workspace_bytes"`
+	// CPUWeight is each tenant's share of a contended CPU against the
+	// others (1-10000, default 100; cgroup v2's cpu.weight): all the jails
+	// of a tenant share one CPU cgroup of that weight, however many
+	// processes they run. tenants.<name>.limits.cpu_weight overrides it.
+	CPUWeight int `yaml:"cpu_weight"`
 }
 
 // Sandbox configures the command jail (README "Security model").

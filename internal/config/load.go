@@ -60,6 +60,8 @@ const (
 	DefaultMaxPending      = 1000
 	// DefaultWorkspaceBytes is limits.workspace_bytes's default: 1 GiB.
 	DefaultWorkspaceBytes = 1 << 30
+	// DefaultCPUWeight is limits.cpu_weight's default (sandbox's too).
+	DefaultCPUWeight = 100
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -157,6 +159,7 @@ func defaults() *Config {
 			IdempotencyTTL:    DefaultIdempotencyTTL,
 			TenantLongPolls:   DefaultTenantLongPolls,
 			WorkspaceBytes:    DefaultWorkspaceBytes,
+			CPUWeight:         DefaultCPUWeight,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},

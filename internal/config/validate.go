@@ -339,6 +339,9 @@ func (v *validator) tenants(ts map[string]Tenant) {
 		if n := t.Limits.WorkspaceBytes; n != nil && *n <= 0 {
 			v.add(key+".limits.workspace_bytes", "must be a positive number of bytes, got %d", *n)
 		}
+		if n := t.Limits.CPUWeight; n != nil && (*n < 1 || *n > 10000) {
+			v.add(key+".limits.cpu_weight", "must be between 1 and 10000, got %d", *n)
+		}
 	}
 	// Overlapping workspaces would let one tenant reach another's files.
 	for i, a := range names {
@@ -505,6 +508,9 @@ func (v *validator) limits(l Limits) {
 	positive("limits.tenant_long_polls", int64(l.TenantLongPolls))
 	if l.WorkspaceBytes <= 0 {
 		v.add("limits.workspace_bytes", "must be a positive number of bytes, got %d", l.WorkspaceBytes)
+	}
+	if l.CPUWeight < 1 || l.CPUWeight > 10000 {
+		v.add("limits.cpu_weight", "must be between 1 and 10000, got %d", l.CPUWeight)
 	}
 	switch {
 	case l.TenantRate < 0 || l.TenantRate > ratelimitMax:

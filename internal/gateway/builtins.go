@@ -163,7 +163,8 @@ func (g *Gateway) commandRunner() shell.Runner {
 		Jailer: g.jailer,
 		Limits: sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
 			FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles},
-		Allow: allow,
+		Allow:     allow,
+		CPUWeight: g.cfg.CPUWeight,
 	}
 }
 

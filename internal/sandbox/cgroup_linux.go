@@ -99,6 +99,11 @@ func jailsCgroupV1(controller, file string, perm os.FileMode) (string, string) {
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		return "", "no " + file + " in the gateway's " + controller + " cgroup"
 	}
+	// A folder another user made (root, for an earlier gateway) is no use
+	// unless this gateway may make cgroups in it.
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return "", "the gateway's " + controller + " cgroup is not writable: " + errnoText(err)
+	}
 	return dir, ""
 }
 

@@ -215,7 +215,7 @@ func (t *Bash) Run(ctx context.Context, env *tools.Env, artifact any, lim tools.
 	if err != nil || rel != a.cwd || !wspath.SameIdentity(info, a.cwdInfo) {
 		return tools.Result{}, fmt.Errorf("shell: working folder: %w", tools.ErrTargetChanged)
 	}
-	j, err := t.sh.newJob(a, wsDir, lim)
+	j, err := t.sh.newJob(a, env.Tenant, wsDir, lim)
 	if err != nil {
 		return tools.Result{}, err
 	}

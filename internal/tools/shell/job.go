@@ -42,9 +42,9 @@ type job struct {
 	outR   *os.File
 }
 
-// newJob builds the spec of the command a decided, for the workspace at
-// the host folder wsDir.
-func (s *Shell) newJob(a *bashArtifact, wsDir string, lim tools.Limits) (*job, error) {
+// newJob builds the spec of the command a decided, for tenant's workspace
+// at the host folder wsDir.
+func (s *Shell) newJob(a *bashArtifact, tenant, wsDir string, lim tools.Limits) (*job, error) {
 	mountAt := s.mountAt(wsDir)
 	st, ok := a.cwdInfo.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -70,7 +70,7 @@ func (s *Shell) newJob(a *bashArtifact, wsDir string, lim tools.Limits) (*job, e
 	}
 	return &job{
 		runner: s.opts.Runner,
-		conf:   Confinement{Workspace: wsDir, Programs: a.pins.Paths(), Limits: lim},
+		conf:   Confinement{Tenant: tenant, Workspace: wsDir, Programs: a.pins.Paths(), Limits: lim},
 		spec:   data,
 		log:    s.log.Error,
 	}, nil

@@ -16,6 +16,10 @@ type JailRunner struct {
 	Limits sandbox.Limits
 	// Allow, when set, refuses a workspace the command may not run in.
 	Allow func(workspace string) error
+	// CPUWeight, when set, is a tenant's share of a contended CPU
+	// (1-10000): every jail of a tenant joins one CPU cgroup of that
+	// weight. nil leaves jails out of CPU cgroups.
+	CPUWeight func(tenant string) int
 }
 
 // Path implements Runner.
@@ -32,8 +36,15 @@ func (r JailRunner) Start(c Confinement, spec []byte, stdin, out *os.File) (*san
 	}
 	lim := r.Limits.Tighten(sandbox.Limits{MemoryBytes: c.Limits.MemoryBytes, MaxProcesses: c.Limits.MaxProcesses,
 		FileSizeBytes: c.FileSizeBytes})
+	var group string
+	var weight int
+	if r.CPUWeight != nil && c.Tenant != "" {
+		group, weight = c.Tenant, r.CPUWeight(c.Tenant)
+	}
 	return r.Jailer.Start(sandbox.Job{
 		Jail: sandbox.Jail{
+			CPUGroup:   group,
+			CPUWeight:  weight,
 			Workspace:  c.Workspace,
 			MountAt:    sandbox.DefaultMountAt,
 			Hide:       c.Limits.ExcludePaths,

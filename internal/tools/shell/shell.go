@@ -104,6 +104,8 @@ type Runner interface {
 
 // Confinement is what the jail of one command is built from.
 type Confinement struct {
+	// Tenant is whose command it is: its jails share one CPU cgroup.
+	Tenant string
 	// Workspace is the host folder of the call's workspace.
 	Workspace string
 	// Programs are the absolute host paths of the approved programs of
