@@ -495,3 +495,25 @@ func TestGlobsDoNotListHiddenPaths(t *testing.T) {
 		t.Errorf("content = %q", res.Content)
 	}
 }
+
+// A script of the workspace runs when it is an approved segment, its "#!"
+// interpreter with it; a copy of it under another name is not approved.
+func TestWorkspaceScriptsRunWithTheirInterpreter(t *testing.T) {
+	sh := newTestShell(t, Options{})
+	env, dir := testEnv(t, "acme", "s-1")
+	writeFiles(t, dir, map[string]string{"run.sh": "#!/bin/sh\necho script-ran\n", "other.sh": "#!/bin/sh\necho other-ran\n"})
+	for _, f := range []string{"run.sh", "other.sh"} {
+		if err := os.Chmod(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := runBash(t, sh, env, map[string]any{"command": "./run.sh"})
+	if res.Content != "script-ran\n[exit code: 0]" {
+		t.Errorf("content = %q", res.Content)
+	}
+	// run.sh approved does not make other.sh runnable, even by a program.
+	res = runBash(t, sh, env, map[string]any{"command": "./run.sh; sh -c ./other.sh"})
+	if strings.Contains(res.Content, "other-ran") {
+		t.Errorf("an unapproved script ran: %q", res.Content)
+	}
+}
