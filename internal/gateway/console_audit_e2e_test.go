@@ -498,7 +498,7 @@ func TestConsoleAuditEventProofCatchesTampering(t *testing.T) {
 			t.Fatalf("event %s is not verified before tampering:\n%s", id, p.body)
 		}
 	}
-	db, err := sql.Open("sqlite", filepath.Join(h.dir, "audit.db"))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, "audit.db")+"?_pragma=busy_timeout(30000)") // the gateway writes too
 	must(t, err)
 	defer db.Close()
 	update := func(query string, args ...any) {

@@ -1,14 +1,20 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/toolgate/toolgate/internal/sandbox/sandboxtest"
 )
 
 // Command slots are shared fairly: one tenant's commands take at most
@@ -82,17 +88,69 @@ func TestOneTenantsCommandsDoNotStarveAnother(t *testing.T) {
 	}
 }
 
+// fifos makes n FIFOs in acme's notes/ and returns their workspace paths
+// and host paths. A `cat` of one blocks until the test releases it.
+func fifos(t *testing.T, h *harness, n int) (rel, host []string) {
+	t.Helper()
+	for i := range n {
+		r := fmt.Sprintf("notes/fifo-%d", i)
+		p := filepath.Join(h.dir, "ws/acme", r)
+		sandboxtest.MakeFIFO(t, p)
+		rel, host = append(rel, r), append(host, p)
+	}
+	return rel, host
+}
+
+// held is a `cat` of a FIFO the test holds: the test opened the FIFO for
+// writing once the cat had it open for reading, so the cat stays blocked
+// until release closes it (its end of file).
+type held struct{ fd int }
+
+// hold returns the FIFO at p held, or false while no command reads it.
+// Unlike an open that closes at once, it never ends the reader.
+func hold(t *testing.T, p string) (held, bool) {
+	t.Helper()
+	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		return held{}, false
+	}
+	must(t, err)
+	return held{fd}, true
+}
+
+func (h held) release() { syscall.Close(h.fd) }
+
+// A batch's independent commands run at once: all n of them are blocked
+// reading a FIFO of their own at the same time before any is released
+// (one after another, the second would never start).
 func TestABatchsIndependentCommandsRunAtOnce(t *testing.T) {
 	const n = 8 // the default limits.tenant_commands and tenant_concurrency
 	h := start(t, withAllTools)
 	dev := h.token("acme", "alice", "developer")
+	rel, host := fifos(t, h, n)
 	var calls []string
 	for i := range n {
-		calls = append(calls, fmt.Sprintf(`{"tool":"bash","arguments":{"command":"sleep 2"},"call_id":"s-%d"}`, i))
+		calls = append(calls, fmt.Sprintf(`{"tool":"bash","arguments":{"command":"cat %s"},"call_id":"s-%d"}`, rel[i], i))
 	}
-	t0 := time.Now()
-	r := h.do("POST", "/v1/batches", dev, []byte(`{"session_id":"s1","calls":[`+strings.Join(calls, ",")+`]}`))
-	took := time.Since(t0)
+	done := make(chan response, 1)
+	go func() {
+		done <- h.do("POST", "/v1/batches", dev, []byte(`{"session_id":"s1","calls":[`+strings.Join(calls, ",")+`]}`))
+	}()
+	holds := map[string]held{}
+	waitFor(t, "all the batch's commands to be running at once", func() bool {
+		for _, p := range host {
+			if _, ok := holds[p]; !ok {
+				if x, ok := hold(t, p); ok {
+					holds[p] = x
+				}
+			}
+		}
+		return len(holds) == n
+	})
+	for _, x := range holds {
+		x.release()
+	}
+	r := <-done
 	if r.status != 200 {
 		t.Fatalf("status %d: %s", r.status, r.raw)
 	}
@@ -101,53 +159,71 @@ func TestABatchsIndependentCommandsRunAtOnce(t *testing.T) {
 			t.Errorf("result %d: %v", i, res)
 		}
 	}
-	// One after another they take 2n seconds; at once, 2 s plus the start
-	// of n jails (slow under the race detector, whose helper binary is
-	// the instrumented test binary).
-	if took > n*time.Second {
-		t.Fatalf("a batch of %d independent sleep 2 took %s", n, took)
-	}
 }
 
 func TestABatchCountsAgainstTheTenantsCommandSlots(t *testing.T) {
 	// A batch's commands and the tenant's single calls share one cap: with
-	// 2 slots, a batch of 2 sleeps holds both, and a single command of the
-	// same tenant waits for one while another tenant's does not.
+	// 2 slots, a batch of 3 blocked commands holds both, and a single
+	// command of the same tenant waits for one while another tenant's does
+	// not.
 	h := start(t, withAllTools, func(s *setup) { s.limitYAML = "  tenant_commands: 2\n" })
 	acme := h.token("acme", "alice", "developer")
 	globex := h.token("globex", "bob", "developer")
+	rel, host := fifos(t, h, 3)
 	done := make(chan response, 1)
 	go func() {
-		done <- h.do("POST", "/v1/batches", acme, []byte(`{"session_id":"s1","calls":[
-			{"tool":"bash","arguments":{"command":"sleep 3"}},
-			{"tool":"bash","arguments":{"command":"sleep 3"}},
-			{"tool":"bash","arguments":{"command":"sleep 3"}}]}`))
+		done <- h.do("POST", "/v1/batches", acme, []byte(fmt.Sprintf(`{"session_id":"s1","calls":[
+			{"tool":"bash","arguments":{"command":"cat %s"}},
+			{"tool":"bash","arguments":{"command":"cat %s"}},
+			{"tool":"bash","arguments":{"command":"cat %s"}}]}`, rel[0], rel[1], rel[2])))
 	}()
-	waitFor(t, "the batch to fill acme's slots", func() bool { return h.g.invoker.CommandsWaiting() > 0 })
-	s := time.Now()
-	if r := h.do("POST", "/v1/tools/bash/calls", globex, bashBody("echo hi")); r.str("outcome") != "ok" || time.Since(s) > 2*time.Second {
-		t.Fatalf("globex echo beside acme's batch: %s after %s", r.raw, time.Since(s))
+	// Two of the batch's commands run (whichever two got the slots), the
+	// third waits.
+	holds := map[string]held{}
+	waitFor(t, "the batch to fill acme's slots", func() bool {
+		for _, p := range host {
+			if _, ok := holds[p]; !ok {
+				if x, ok := hold(t, p); ok {
+					holds[p] = x
+				}
+			}
+		}
+		return len(holds) == 2 && h.g.invoker.CommandsWaiting() > 0
+	})
+	// globex is answered while acme's batch holds both slots (the test
+	// holds those commands).
+	if r := h.do("POST", "/v1/tools/bash/calls", globex, bashBody("echo hi")); r.str("outcome") != "ok" {
+		t.Fatalf("globex echo beside acme's batch: %s", r.raw)
 	}
-	s = time.Now()
-	if r := h.do("POST", "/v1/tools/bash/calls", acme, bashBody("echo hi")); r.str("outcome") != "ok" {
+	// acme's single command waits for a slot: it cannot end before one of
+	// the batch's commands is released.
+	var released atomic.Bool
+	echo := make(chan response, 1)
+	go func() { echo <- h.do("POST", "/v1/tools/bash/calls", acme, bashBody("echo hi")) }()
+	waitFor(t, "acme's single command to wait", func() bool { return h.g.invoker.CommandsWaiting() > 1 })
+	released.Store(true)
+	for p, x := range holds {
+		x.release()
+		delete(holds, p)
+	}
+	waitFor(t, "the batch's third command to run", func() bool {
+		for _, p := range host {
+			if x, ok := hold(t, p); ok {
+				x.release()
+				return true
+			}
+		}
+		return false
+	})
+	if r := <-echo; r.str("outcome") != "ok" || !released.Load() {
 		t.Fatalf("acme echo: %s", r.raw)
-	}
-	if d := time.Since(s); d < time.Second {
-		t.Fatalf("acme's single command ran beside a batch holding all its slots (after %s)", d)
 	}
 	r := <-done
 	if r.status != 200 {
 		t.Fatalf("batch: %d %s", r.status, r.raw)
 	}
-	for i, res := range r.results(t) {
-		if res["outcome"] != "ok" {
-			t.Errorf("batch result %d: %v", i, res)
-		}
-	}
 }
 
-// waitFor polls cond; the bound guards against hanging, it is not a
-// timing assertion.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

@@ -64,7 +64,14 @@ type setup struct {
 	// gateway's base URL (for keys naming the gateway itself, such as
 	// console.redirect_url).
 	yamlFor func(base string) string
+	// gatewayHelper makes the gateway binary (this test binary) build the
+	// jails instead of the dedicated helper the harness builds once.
+	gatewayHelper bool
 }
+
+// withGatewayHelper makes the gateway re-execute itself to build its jails
+// (what `go run ./cmd/gateway` does), instead of the dedicated helper.
+func withGatewayHelper(s *setup) { s.gatewayHelper = true }
 
 var (
 	specOnce sync.Once
@@ -142,6 +149,13 @@ func start(t testing.TB, opts ...func(*setup)) *harness {
 	base := "http://" + ln.Addr().String()
 	if s.yamlFor != nil {
 		s.extraYAML += s.yamlFor(base)
+	}
+	if !s.gatewayHelper && !strings.Contains(s.extraYAML, "sandbox:") {
+		// The jails are built by cmd/toolgate-sandbox, as in the shipped
+		// image: a small binary that starts in a few milliseconds (the test
+		// binary links everything and, under the race detector, is
+		// instrumented too).
+		s.extraYAML += "sandbox:\n  helper: " + testHelper(t) + "\n"
 	}
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 policy:

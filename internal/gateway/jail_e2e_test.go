@@ -226,7 +226,9 @@ func TestJailObligationsOfAnOwnPack(t *testing.T) {
 // into a write path, go test on a small module (the Go toolchain granted by
 // the default pack's exec_paths, its cache under the workspace's .cache).
 func TestJailHappyPaths(t *testing.T) {
-	h := start(t, withAllTools, func(s *setup) {
+	// The gateway binary builds these jails itself (go run ./cmd/gateway
+	// has no helper beside it).
+	h := start(t, withAllTools, withGatewayHelper, func(s *setup) {
 		s.files = map[string]string{
 			"acme/src/mod/go.mod":    "module example.com/mod\n\ngo 1.22\n",
 			"acme/src/mod/a.go":      "package mod\n\nfunc Two() int { return 2 }\n",
@@ -278,7 +280,7 @@ func TestJailUnavailableWithholdsCommands(t *testing.T) {
 	old := helperBinary
 	helperBinary = func() (string, error) { return "/bin/false", nil }
 	t.Cleanup(func() { helperBinary = old })
-	h := start(t, withAllTools)
+	h := start(t, withAllTools, withGatewayHelper)
 	dev := h.token("acme", "alice", "developer")
 	marker := filepath.Join(h.dir, "ws/acme/notes/ran")
 	r := h.bashCall(dev, "echo ran > notes/ran", "")

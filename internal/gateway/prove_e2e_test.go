@@ -245,7 +245,7 @@ func TestAuditLogProvesItselfToAThirdParty(t *testing.T) {
 
 	// Tampering by someone with the database but not the key: delete the
 	// newest event.
-	db, err := sql.Open("sqlite", filepath.Join(h.dir, "audit.db"))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, "audit.db")+"?_pragma=busy_timeout(30000)") // the gateway writes too
 	must(t, err)
 	defer db.Close()
 	if _, err := db.Exec(`DELETE FROM audit_events WHERE tenant = 'acme' AND log_index = (SELECT MAX(log_index) FROM audit_events WHERE tenant = 'acme')`); err != nil {

@@ -44,6 +44,46 @@ const envChild = "TOOLGATE_TEST_NONROOT_CHILD"
 // it names (the lifeline test kills it).
 const envServe = "TOOLGATE_TEST_SERVE"
 
+// envHelperBin names the dedicated helper a child (as nonRootUID) uses.
+const envHelperBin = "TOOLGATE_TEST_HELPER_BIN"
+
+var (
+	helperOnce sync.Once
+	helperPath string
+	helperErr  error
+)
+
+// testHelper returns cmd/toolgate-sandbox built once for this test binary,
+// executable by every user (the non-root child gets its path from
+// envHelperBin).
+func testHelper(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv(envHelperBin); p != "" {
+		return p
+	}
+	helperOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolgate-test-helper-")
+		if err != nil {
+			helperErr = err
+			return
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			helperErr = err
+			return
+		}
+		p := filepath.Join(dir, HelperName)
+		if out, err := exec.Command("go", "build", "-o", p, "../../cmd/toolgate-sandbox").CombinedOutput(); err != nil {
+			helperErr = fmt.Errorf("building the helper: %v\n%s", err, out)
+			return
+		}
+		helperPath = p
+	})
+	if helperErr != nil {
+		t.Fatal(helperErr)
+	}
+	return helperPath
+}
+
 // asGatewayUsers runs f as a root gateway and as a non-root one (as root),
 // or only as the user the test runs as otherwise.
 func asGatewayUsers(t *testing.T, f func(t *testing.T)) {
@@ -149,7 +189,8 @@ func nonRootCommand(t *testing.T, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(dir, "bin/gateway.test"), args...)
 	cmd.Dir = filepath.Join(dir, "root/internal/gateway")
 	tmp := filepath.Join(dir, "tmp")
-	cmd.Env = []string{envChild + "=1", "TMPDIR=" + tmp, "HOME=" + tmp, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	cmd.Env = []string{envChild + "=1", "TMPDIR=" + tmp, "HOME=" + tmp, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
+		envHelperBin + "=" + testHelper(t)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nonRootUID, Gid: nonRootUID}}
 	return cmd
 }

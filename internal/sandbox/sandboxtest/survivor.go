@@ -43,7 +43,9 @@ func MakeFIFO(t testing.TB, p string) {
 // open for reading: an open for writing that does not block fails with
 // ENXIO when none does. A jail's processes are all gone once its init is
 // reaped (the kernel waits for them before PID 1's exit completes), so
-// the answer right after a jail ended needs no wait.
+// the answer right after a jail ended needs no wait. The probe opens and
+// closes the FIFO for writing: a reader blocked in read() sees end of file
+// (a survivor does not read).
 func FIFOHasReader(t testing.TB, p string) bool {
 	t.Helper()
 	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
