@@ -339,6 +339,11 @@ func parseExit(err error, lines []byte) Exit {
 // Start returned: it closes the gateway's copies of the helper's files and
 // returns the jail's cgroup, if any.
 func (j *Jailer) command(job Job, stderrMode string) (*exec.Cmd, func() *jailCgroup, *os.File, error) {
+	if job.Jail.Network && Probe().ABI < 6 {
+		// Jails with the host's network share its abstract unix sockets
+		// unless Landlock scopes them (ABI 6, Linux 6.12): fail closed.
+		return nil, nil, nil, ErrNetworkUnscoped
+	}
 	uid, gid := j.jailUID()
 	js, err := j.planner.plan(job.Jail, uid, gid)
 	if err != nil {

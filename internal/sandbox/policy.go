@@ -18,6 +18,11 @@ const (
 	ExitNotFound      = 127
 )
 
+// ErrNetworkUnscoped refuses a jail with the network obligation on a
+// kernel whose Landlock cannot scope abstract unix sockets (ABI < 6):
+// jails of other tenants would reach each other's.
+var ErrNetworkUnscoped = errors.New("sandbox: the network obligation needs Landlock ABI 6 (Linux 6.12) to keep a jail's abstract unix sockets its own")
+
 // ErrUnavailable is returned by [Wrap] when the kernel offers no confinement
 // mechanism; the command is left unchanged. Test with errors.Is.
 var ErrUnavailable = errors.New("sandbox: OS confinement unavailable")
