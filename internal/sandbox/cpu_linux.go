@@ -127,15 +127,21 @@ func findCPUCgroupsV2(mnt string) (*cpuCgroups, string) {
 	if err != nil || !hasWord(string(ctrl), "cpu") {
 		return nil, "the cpu controller is not delegated to the gateway's cgroup v2"
 	}
-	if err := enableController(base, "cpu"); err != nil {
-		// No process may stay in a cgroup whose children use a
-		// controller: the gateway moves itself to a leaf first.
+	if cur, _ := os.ReadFile(filepath.Join(base, "cgroup.subtree_control")); !hasWord(string(cur), "cpu") {
+		// No process may stay in a cgroup whose children use a domain
+		// controller: the gateway moves itself to a leaf first, and
+		// nothing else may be left there (the kernel would make the
+		// subtree threaded, where the jails' cgroups could not be
+		// domains).
 		leaf := filepath.Join(base, "toolgate-gateway")
 		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, "cannot create the gateway's own cgroup v2 leaf: " + errnoText(err)
 		}
 		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 			return nil, "cannot move the gateway into its cgroup v2 leaf: " + errnoText(err)
+		}
+		if procs, _ := os.ReadFile(filepath.Join(base, "cgroup.procs")); strings.TrimSpace(string(procs)) != "" {
+			return nil, "processes other than the gateway are in the gateway's cgroup v2"
 		}
 		if err := enableController(base, "cpu"); err != nil {
 			return nil, "cannot enable the cpu controller for the jails: " + errnoText(err)
@@ -144,6 +150,9 @@ func findCPUCgroupsV2(mnt string) (*cpuCgroups, string) {
 	dir := filepath.Join(base, cgroupParent)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, "cannot create the jails' cgroup v2: " + errnoText(err)
+	}
+	if t, _ := os.ReadFile(filepath.Join(dir, "cgroup.type")); strings.TrimSpace(string(t)) != "domain" {
+		return nil, "the jails' cgroup v2 is not a domain (" + strings.TrimSpace(string(t)) + "): a threaded subtree"
 	}
 	if err := enableController(dir, "cpu"); err != nil {
 		return nil, "cannot enable the cpu controller for the tenants: " + errnoText(err)
