@@ -97,8 +97,8 @@ func TestBashTimeoutKillsEveryProcessAndLeavesNoStrays(t *testing.T) {
 	env, _ := testEnv(t, "acme", "s-1")
 	marker := fmt.Sprintf("30.%06d", rand.IntN(1000000))
 	cmd := fmt.Sprintf("sh -c 'sleep %s & sleep %s & echo started; wait'; sleep %s & wait", marker, marker, marker)
-	res := runBash(t, sh, env, map[string]any{"command": cmd, "timeout_ms": float64(1000)})
-	if res.Content != "started\n[timed out after 1s; every process of the command killed]\n[exit code: 124]" {
+	res := runBash(t, sh, env, map[string]any{"command": cmd, "timeout_ms": float64(5000)})
+	if res.Content != "started\n[timed out after 5s; every process of the command killed]\n[exit code: 124]" {
 		t.Errorf("content = %q", res.Content)
 	}
 	if res.Data["timed_out"] != true || res.Data["exit_code"] != float64(124) {

@@ -1,7 +1,10 @@
 package shell
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -25,11 +28,27 @@ var (
 	jailerErr  error
 )
 
-// testJailer is the one jailer of the test binary. The project's machines
-// build the jail; a kernel that cannot is a failure here, not a skip.
+// testJailer is the one jailer of the test binary, whose jails the
+// dedicated helper (cmd/toolgate-sandbox, built once) builds: the test
+// binary would do too, but it is larger and, under the race detector,
+// instrumented, which makes every jail slow to start. The project's
+// machines build the jail; a kernel that cannot is a failure here, not a
+// skip.
 func testJailer(t testing.TB) *sandbox.Jailer {
 	t.Helper()
-	jailerOnce.Do(func() { jailer, _, jailerErr = sandbox.NewJailer(sandbox.JailerOptions{}) })
+	jailerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolgate-shell-test-helper-")
+		if err != nil {
+			jailerErr = err
+			return
+		}
+		helper := filepath.Join(dir, "toolgate-sandbox")
+		if out, err := exec.Command("go", "build", "-o", helper, "../../../cmd/toolgate-sandbox").CombinedOutput(); err != nil {
+			jailerErr = fmt.Errorf("building the helper: %v\n%s", err, out)
+			return
+		}
+		jailer, _, jailerErr = sandbox.NewJailer(sandbox.JailerOptions{Self: helper})
+	})
 	if jailerErr != nil {
 		t.Fatalf("NewJailer: %v", jailerErr)
 	}
