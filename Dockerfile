@@ -11,7 +11,8 @@
 #
 # No HEALTHCHECK: distroless has no shell or HTTP client to run one. Probe
 # /healthz and /readyz from the orchestrator (Kubernetes httpGet probes,
-# a load balancer). See README "Running with Docker Compose and PostgreSQL".
+# a load balancer). See docs/deployment.md "Running with Docker Compose and
+# PostgreSQL".
 
 # Build stage. The tag follows go.mod's go directive (1.26.x); the official
 # image sets GOTOOLCHAIN=local, so an older patch release would refuse to
@@ -36,7 +37,7 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/gateway /gateway
 # The command jail's helper, found beside the gateway: a small binary that
 # starts in ~1 ms where the gateway binary would take ~11 ms more per
-# program (README "Security model").
+# program (docs/security-model.md "Security model").
 COPY --from=build /out/toolgate-sandbox /toolgate-sandbox
 COPY deploy/gateway.yaml /etc/toolgate/gateway.yaml
 COPY policies/ /etc/toolgate/policies/

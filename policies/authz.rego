@@ -847,8 +847,8 @@ output_cap := {"max_output_bytes": min(caps)} if {
 # rate_limits gives each of the caller's roles that sets rate_limit
 # ({"rate": per second, "burst": at once}) a token bucket per principal,
 # key "role/<role>/<principal>", for every call of any tool: the gateway
-# counts, and a call takes one token from each of its buckets (README
-# "Rate limits and quotas").
+# counts, and a call takes one token from each of its buckets
+# (docs/policy-guide.md "Rate limits and quotas").
 default rate_limits := {}
 
 rate_limits := {"rate_limit": limits} if {

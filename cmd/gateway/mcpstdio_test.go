@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/command"
+	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
 // The test binary re-executed with this variable set is the gateway
@@ -20,6 +22,11 @@ import (
 const execMainEnv = "TOOLGATE_TEST_EXEC_MAIN"
 
 func TestMain(m *testing.M) {
+	// The confinement helper re-executes the test binary, as it does the
+	// gateway binary (the walk-through's gateway builds jails).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SubCommand {
+		os.Exit(sandbox.Main(os.Args[2:], sandbox.Payloads{command.PayloadName: command.RunInJail}))
+	}
 	if os.Getenv(execMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

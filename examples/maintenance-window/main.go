@@ -1,7 +1,8 @@
 // Command maintenance-window is an example upstream tool service for
 // Toolgate: it answers "when is the next maintenance window of service
 // X?" for the tool declared as maintenance-window in the repository's
-// gateway.yaml. The README walks through running both.
+// gateway.yaml. docs/upstream-tools.md "Your own tools (upstream)" walks
+// through running both.
 //
 //	go run ./examples/maintenance-window -listen 127.0.0.1:8081 \
 //	    -jwks http://127.0.0.1:8080/.well-known/jwks.json

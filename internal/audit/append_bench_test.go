@@ -1,5 +1,5 @@
 // The append microbenchmark of issue 13 (BENCHMARKS.md "Audit write
-// path"):
+// path (issue 13)"):
 //
 //	go test -run '^$' -bench 'AppendDurable' -benchtime 200000x ./internal/audit/
 //

@@ -54,7 +54,7 @@ type Policy struct {
 	// DecisionCache is how many policy results each revision remembers
 	// per entrypoint (default 4096; 0 turns the cache off). Only used when
 	// the revision's policy is deterministic and ignores call_id and
-	// digest; see the README.
+	// digest; see docs/operations.md "Decision cache".
 	DecisionCache int `yaml:"decision_cache"`
 }
 
@@ -231,7 +231,8 @@ type Limits struct {
 	TenantCommands int `yaml:"tenant_commands"`
 	// IdempotencyTTL is how long the response of a call whose call_id the
 	// caller chose is kept for its retries, from when it was answered
-	// (default 24h); pruned after that (README "Retries and idempotency").
+	// (default 24h); pruned after that (docs/http-api.md "Retries and
+	// idempotency").
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
 	// TenantRate and TenantBurst bound the authenticated requests of one
 	// tenant on each replica (a token bucket: TenantRate per second,
@@ -246,8 +247,8 @@ type Limits struct {
 	// WorkspaceBytes is the disk space each tenant's workspace may take
 	// (default 1 GiB); tenants.<name>.limits.workspace_bytes overrides it.
 	// Enforced by the kernel where the workspace is a btrfs subvolume
-	// with a qgroup limit, else measured by the gateway (README
-	// "Workspace quotas").
+	// with a qgroup limit, else measured by the gateway
+	// (docs/security-model.md "Workspace quotas").
 	WorkspaceBytes int64 `yaml:"workspace_bytes"`
 	// CPUWeight is each tenant's share of a contended CPU against the
 	// others (1-10000, default 100; cgroup v2's cpu.weight): all the jails
@@ -256,7 +257,8 @@ type Limits struct {
 	CPUWeight int `yaml:"cpu_weight"`
 }
 
-// Sandbox configures the command jail (README "Security model").
+// Sandbox configures the command jail (docs/security-model.md "Security
+// model").
 type Sandbox struct {
 	// Mode is "jail" (default): every program runs in its own namespaces
 	// with a filesystem view built from the decision, and where the kernel
@@ -320,9 +322,9 @@ type Debug struct {
 	PprofListen string `yaml:"pprof_listen"`
 }
 
-// Telemetry configures OpenTelemetry tracing (README "Tracing"). Nothing
-// is exported unless an OTLP endpoint is set, here or in the standard
-// environment variables.
+// Telemetry configures OpenTelemetry tracing (docs/operations.md
+// "Tracing"). Nothing is exported unless an OTLP endpoint is set, here or
+// in the standard environment variables.
 type Telemetry struct {
 	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, as
 	// OTEL_EXPORTER_OTLP_ENDPOINT (spans are posted to <url>/v1/traces),

@@ -327,8 +327,8 @@ func (v *validator) tenants(ts map[string]Tenant) {
 			}
 			v.dir(key+".seed", t.Seed)
 		case quota.CanCreateSubvolume(t.Workspace):
-			// Created at start as a btrfs subvolume (README "Workspace
-			// quotas").
+			// Created at start as a btrfs subvolume
+			// (docs/security-model.md "Workspace quotas").
 		default:
 			if _, err := os.Stat(t.Workspace); os.IsNotExist(err) {
 				v.add(key+".workspace", "directory %s does not exist (a missing workspace is created at start only from a seed, or as a btrfs subvolume when its parent folder is on btrfs)", t.Workspace)

@@ -42,8 +42,8 @@ func chromiumPath(t *testing.T) string {
 
 // screenshotDir is where the browser tests write a screenshot of each
 // page: TOOLGATE_CONSOLE_SCREENSHOTS, or toolgate-console-screenshots in
-// the temporary folder. Not committed; docs/console/ holds the ones the
-// README shows.
+// the temporary folder. Not committed; docs/console/ holds the ones
+// docs/console.md shows.
 func screenshotDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("TOOLGATE_CONSOLE_SCREENSHOTS")

@@ -256,7 +256,7 @@ func TestConsoleUnknownPagesAndStaticAssets(t *testing.T) {
 	}
 }
 
-// The console's routes are the README's ("Console"): stable, so
+// The console's routes are those of docs/console.md "Console": stable, so
 // bookmarks and links from alerts keep working.
 func TestConsoleRoutesAreTheDocumentedOnes(t *testing.T) {
 	h := start(t)

@@ -26,7 +26,8 @@ func TestCPUIsSharedByTenant(t *testing.T) {
 		conf, _ := h.do("GET", "/readyz", "", nil).body["confinement"].(map[string]any)
 		if os.Geteuid() != 0 {
 			// A non-root gateway here has no cgroup it may write: it says
-			// so (README "What a gateway that is not root needs").
+			// so (docs/security-model.md "What a gateway that is not root
+			// needs").
 			if conf["cpu"] != "process" || conf["cpu_reason"] == "" {
 				t.Fatalf("a non-root gateway's confinement: %v", conf)
 			}

@@ -538,7 +538,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	err := chi.Walk(h.g.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if route == "/console" || strings.HasPrefix(route, "/console/") {
 			// The web console serves HTML pages and forms to browsers, not
-			// the JSON API: its routes are the README's ("Console").
+			// the JSON API: its routes are docs/console.md "Console".
 			return nil
 		}
 		served = append(served, method+" "+strings.TrimSuffix(route, "/"))

@@ -133,7 +133,7 @@ func (g *Gateway) checkAuditFilesystem() {
 		sort.Strings(tenants)
 		if shared = len(tenants) > 0; shared {
 			g.log.Warn("the audit database shares a filesystem with tenant workspaces: a workspace that fills it stops every call of every tenant (audit log unavailable). "+
-				"Put the workspaces, or the audit database, on a filesystem of their own (README \"Workspace quotas\")",
+				"Put the workspaces, or the audit database, on a filesystem of their own (docs/security-model.md \"Workspace quotas\")",
 				"tenants", tenants, "audit_dsn", a.DSN)
 		}
 	}

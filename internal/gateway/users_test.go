@@ -22,11 +22,11 @@ import (
 )
 
 // The command jail is attacked both as the gateway a root operator runs
-// (jails as sandbox.uid) and as the non-root gateway the README
-// recommends (jails as the gateway's own user, in user namespaces of its
-// own, without capabilities). As root, asGatewayUsers runs a test in both
-// forms: the second by running this very test again in a child process of
-// this test binary as nonRootUID.
+// (jails as sandbox.uid) and as the non-root gateway
+// docs/security-model.md recommends (jails as the gateway's own user, in
+// user namespaces of its own, without capabilities). As root,
+// asGatewayUsers runs a test in both forms: the second by running this
+// very test again in a child process of this test binary as nonRootUID.
 
 // httpClient is the client of tests that talk to a gateway in another
 // process.

@@ -3,7 +3,6 @@ package pgtest
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -15,8 +14,8 @@ const Image = "postgres:15-alpine"
 
 // startContainer starts PostgreSQL under Docker and returns its DSN, or ""
 // when no Docker engine is reachable. When the engine answers but the
-// container does not start (no image and no registry, say), it falls back
-// to EnvDSN when that is set and fails otherwise.
+// container does not start (no image and no registry, say), the error
+// says so.
 func startContainer(ctx context.Context) (string, error) {
 	if !dockerReachable(ctx) {
 		return "", nil
@@ -38,10 +37,7 @@ func startContainer(ctx context.Context) (string, error) {
 	if c != nil {
 		testcontainers.TerminateContainer(c)
 	}
-	if os.Getenv(EnvDSN) != "" {
-		return "", nil
-	}
-	return "", fmt.Errorf("a Docker engine is reachable but PostgreSQL (%s) did not start: %w", Image, err)
+	return "", fmt.Errorf("a Docker engine is reachable but the %s container did not start (%w)", Image, err)
 }
 
 // dockerReachable reports whether testcontainers finds a Docker engine that

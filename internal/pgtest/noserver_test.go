@@ -28,7 +28,7 @@ func TestWithoutAServerTestsSkipButFailInCI(t *testing.T) {
 		t.Run("CI="+tc.ci, func(t *testing.T) {
 			t.Setenv("CI", tc.ci)
 			r := &recorder{TB: t}
-			noServer(r)
+			noServer(r, "no Docker engine is reachable")
 			if r.skipped != tc.skip || r.failed != tc.failed {
 				t.Fatalf("skipped %v, failed %v; want skipped %v, failed %v", r.skipped, r.failed, tc.skip, tc.failed)
 			}

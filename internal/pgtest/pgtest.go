@@ -3,14 +3,16 @@
 //
 // The server comes from, in order:
 //
-//  1. a Docker engine, when one is reachable: testcontainers-go starts one
+//  1. the DSN in TOOLGATE_TEST_POSTGRES_DSN (CI exports it after starting
+//     the machine's PostgreSQL, so it never needs Docker);
+//  2. a Docker engine, when one is reachable: testcontainers-go starts one
 //     PostgreSQL container per test process (Ryuk removes it when the
-//     process exits);
-//  2. the DSN in TOOLGATE_TEST_POSTGRES_DSN (CI exports it after starting
-//     the machine's PostgreSQL).
+//     process exits).
 //
-// With neither, DSN skips the test, except under CI=true, where it fails:
-// a CI run must not pass by silently skipping the PostgreSQL tests.
+// With neither — no variable, and no engine or one that cannot start the
+// container (it cannot pull the image, say) — DSN skips the test, saying
+// why, except under CI=true, where it fails: a CI run must not pass by
+// silently skipping the PostgreSQL tests.
 //
 // Every call creates a fresh schema (tg_<time>_<random>) and returns a DSN
 // whose search_path is that schema, so tests in parallel processes (go test
@@ -50,6 +52,7 @@ type server struct {
 	once   sync.Once
 	dsn    string // base DSN; "" when no server is available
 	source string // "docker" or EnvDSN, for messages
+	none   string // why there is no server, when dsn is ""
 	admin  *pgxpool.Pool
 	err    error
 }
@@ -69,7 +72,7 @@ func DSN(t testing.TB) string {
 		t.Fatalf("pgtest: %v", srv.err)
 	}
 	if srv.dsn == "" {
-		noServer(t)
+		noServer(t, srv.none)
 		return ""
 	}
 
@@ -97,10 +100,10 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
-// noServer skips t, or fails it under CI=true.
-func noServer(t testing.TB) {
+// noServer skips t, or fails it under CI=true, saying why.
+func noServer(t testing.TB, why string) {
 	t.Helper()
-	msg := "pgtest: no PostgreSQL: no Docker engine is reachable and " + EnvDSN + " is not set"
+	msg := "pgtest: no PostgreSQL: " + why + "; set " + EnvDSN + " to a server's DSN to run this test"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI=true: the PostgreSQL tests must not silently skip in CI)")
 		return
@@ -112,17 +115,22 @@ func noServer(t testing.TB) {
 func (s *server) start() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	switch dsn, err := startContainer(ctx); {
-	case err != nil:
-		s.err = err
-		return
-	case dsn != "":
+	if s.dsn = os.Getenv(EnvDSN); s.dsn != "" {
+		s.source = EnvDSN
+	} else {
+		dsn, err := startContainer(ctx)
+		switch {
+		case err != nil:
+			// An engine that answers but cannot start the container (no
+			// registry, no image) is a machine without PostgreSQL, not a
+			// failure of the code under test.
+			s.none = err.Error()
+			return
+		case dsn == "":
+			s.none = "no Docker engine is reachable and " + EnvDSN + " is not set"
+			return
+		}
 		s.dsn, s.source = dsn, "docker"
-	default:
-		s.dsn, s.source = os.Getenv(EnvDSN), EnvDSN
-	}
-	if s.dsn == "" {
-		return
 	}
 	cfg, err := pgxpool.ParseConfig(s.dsn)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 	"github.com/toolgate/toolgate/internal/invoke"
 )
 
-// A call_id the caller chose is an idempotency key (README "Retries and
-// idempotency"): the first request with it reserves the key before its
-// call is decided, and records the response it answered; a retry answers
-// that response without deciding or running anything again.
+// A call_id the caller chose is an idempotency key (docs/http-api.md
+// "Retries and idempotency"): the first request with it reserves the key
+// before its call is decided, and records the response it answered; a
+// retry answers that response without deciding or running anything again.
 
 // Defaults of the idempotency options.
 const (

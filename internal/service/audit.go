@@ -65,9 +65,9 @@ type Audit interface {
 
 // Prover serves a tenant's audit log as a transparency log: signed
 // checkpoints, inclusion and consistency proofs, and the check of the
-// current log against a checkpoint an auditor saved (README "Proving the
-// log"). Its errors for the caller's mistakes are ErrProofNotFound,
-// ErrProofRange and ErrBadCheckpoint.
+// current log against a checkpoint an auditor saved (docs/audit.md
+// "Proving the log"). Its errors for the caller's mistakes are
+// ErrProofNotFound, ErrProofRange and ErrBadCheckpoint.
 type Prover interface {
 	// Checkpoint is the tenant's latest checkpoint as a signed note.
 	Checkpoint(ctx context.Context, tenant string) ([]byte, error)

@@ -14,7 +14,7 @@ import "errors"
 // or running anything again, on any replica, for limits.idempotency_ttl
 // (default 24h). A retry that arrives while the first request still runs
 // waits for it. A call held for approval or waiting for its user answers
-// its current state. See the README section "Retries and idempotency".
+// its current state. See docs/http-api.md "Retries and idempotency".
 func IsConflict(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == 409 && e.Code == "conflict"

@@ -100,7 +100,8 @@ func nthWritten(n int) func(p *parsedArgs) []string {
 }
 
 // writers is the table of programs whose written paths the scan knows.
-// README.md and policies/README.md list it; keep them in step.
+// docs/tools.md "`bash`" and policies/README.md list it; keep them in
+// step.
 var writers = map[string]*program{
 	"sort": {
 		short: "kotST", long: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory",
