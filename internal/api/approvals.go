@@ -49,7 +49,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := s.o.Approvals.Approvals(r.Context(), identity(r), f)
+	l, err := s.o.Approvals.Approvals(r.Context(), caller(r), f)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -58,7 +58,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
-	a, err := s.o.Approvals.Approval(r.Context(), identity(r), chi.URLParam(r, "id"))
+	a, err := s.o.Approvals.Approval(r.Context(), caller(r), chi.URLParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -90,7 +90,7 @@ func (s *Server) approvalStep(w http.ResponseWriter, r *http.Request, approve bo
 	if approve {
 		step = s.o.Approvals.Approve
 	}
-	a, err := step(r.Context(), service.ApprovalStep{Identity: identity(r), ID: chi.URLParam(r, "id"), Comment: comment})
+	a, err := step(r.Context(), service.ApprovalStep{Identity: caller(r), ID: chi.URLParam(r, "id"), Comment: comment})
 	if err != nil {
 		writeError(w, err)
 		return

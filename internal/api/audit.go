@@ -51,7 +51,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	page, err := s.o.Audit.Events(r.Context(), identity(r), f)
+	page, err := s.o.Audit.Events(r.Context(), caller(r), f)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
-	ev, err := s.o.Audit.Event(r.Context(), identity(r), chi.URLParam(r, "id"))
+	ev, err := s.o.Audit.Event(r.Context(), caller(r), chi.URLParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -69,7 +69,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	res, err := s.o.Audit.Verify(r.Context(), identity(r))
+	res, err := s.o.Audit.Verify(r.Context(), caller(r))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -47,12 +47,12 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, run bool) {
 		env, rerr = decodeBatchEnvelope(body, s.o.MaxBatchCalls)
 	}
 	if rerr != nil {
-		s.o.Logger.Info("rejected batch envelope", "path", r.URL.Path, "tenant", identity(r).Tenant, "principal", identity(r).Principal, "err", rerr.Message)
+		s.o.Logger.Info("rejected batch envelope", "path", r.URL.Path, "tenant", caller(r).Tenant, "principal", caller(r).Principal, "err", rerr.Message)
 		writeError(w, rerr)
 		return
 	}
 	out, err := s.o.Calls.Batch(r.Context(), service.BatchRequest{
-		Identity: identity(r), SessionID: env.SessionID, Calls: env.Calls,
+		Identity: caller(r), SessionID: env.SessionID, Calls: env.Calls,
 	}, run)
 	switch {
 	case err == nil:

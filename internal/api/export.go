@@ -67,9 +67,9 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	tenant := identity(r).Tenant
+	tenant := caller(r).Tenant
 	st := &exportStream{w: w, rc: http.NewResponseController(w)}
-	err := s.o.Audit.Export(r.Context(), identity(r), req, st.batch)
+	err := s.o.Audit.Export(r.Context(), caller(r), req, st.batch)
 	switch {
 	case err == nil:
 		st.finish()

@@ -16,7 +16,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/api/apispec"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -28,7 +28,7 @@ import (
 type fake struct {
 	mu     sync.Mutex
 	calls  []string
-	ids    []*auth.Identity
+	ids    []*identity.Identity
 	err    error
 	checks map[string]string // Health
 
@@ -38,7 +38,7 @@ type fake struct {
 	export  [][]any
 }
 
-func (f *fake) saw(name string, id *auth.Identity) {
+func (f *fake) saw(name string, id *identity.Identity) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, name)
@@ -51,7 +51,7 @@ func (f *fake) called() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fake) Tools(_ context.Context, id *auth.Identity, _ string) ([]apiv1.Tool, error) {
+func (f *fake) Tools(_ context.Context, id *identity.Identity, _ string) ([]apiv1.Tool, error) {
 	f.saw("Tools", id)
 	return []apiv1.Tool{{Name: "t", Description: "d", InputSchema: []byte(`{"type":"object"}`)}}, f.err
 }
@@ -72,12 +72,12 @@ func (f *fake) Batch(_ context.Context, req service.BatchRequest, _ bool) (servi
 	return f.batch, f.err
 }
 
-func (f *fake) Approvals(_ context.Context, id *auth.Identity, _ service.ApprovalFilter) ([]apiv1.Approval, error) {
+func (f *fake) Approvals(_ context.Context, id *identity.Identity, _ service.ApprovalFilter) ([]apiv1.Approval, error) {
 	f.saw("Approvals", id)
 	return []apiv1.Approval{}, f.err
 }
 
-func (f *fake) Approval(_ context.Context, id *auth.Identity, _ string) (apiv1.Approval, error) {
+func (f *fake) Approval(_ context.Context, id *identity.Identity, _ string) (apiv1.Approval, error) {
 	f.saw("Approval", id)
 	return apiv1.Approval{}, f.err
 }
@@ -97,17 +97,17 @@ func (f *fake) Answer(_ context.Context, s service.AnswerStep) (apiv1.Question, 
 	return apiv1.Question{ID: s.ID}, f.err
 }
 
-func (f *fake) Questions(_ context.Context, id *auth.Identity, _ service.QuestionFilter) ([]service.PendingQuestion, error) {
+func (f *fake) Questions(_ context.Context, id *identity.Identity, _ service.QuestionFilter) ([]service.PendingQuestion, error) {
 	f.saw("Questions", id)
 	return []service.PendingQuestion{}, f.err
 }
 
-func (f *fake) CallStatus(_ context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
+func (f *fake) CallStatus(_ context.Context, id *identity.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
 	f.saw("CallStatus", id)
 	return apiv1.CallStatus{CallID: callID, Outcome: apiv1.OutcomePending, ExpiresAt: wait.String()}, f.err
 }
 
-func (f *fake) CallQuestion(_ context.Context, id *auth.Identity, callID string) (service.AskedQuestion, error) {
+func (f *fake) CallQuestion(_ context.Context, id *identity.Identity, callID string) (service.AskedQuestion, error) {
 	f.saw("CallQuestion", id)
 	return service.AskedQuestion{CallID: callID}, f.err
 }
@@ -135,22 +135,22 @@ func (f *fake) ShadowSummary(_ context.Context, req service.ShadowRequest) (serv
 	return service.ShadowSummary{}, f.err
 }
 
-func (f *fake) Events(_ context.Context, id *auth.Identity, _ service.AuditFilter) (apiv1.AuditEventPage, error) {
+func (f *fake) Events(_ context.Context, id *identity.Identity, _ service.AuditFilter) (apiv1.AuditEventPage, error) {
 	f.saw("Events", id)
 	return apiv1.AuditEventPage{Events: []*apiv1.AuditEvent{}}, f.err
 }
 
-func (f *fake) Event(_ context.Context, id *auth.Identity, _ string) (*apiv1.AuditEvent, error) {
+func (f *fake) Event(_ context.Context, id *identity.Identity, _ string) (*apiv1.AuditEvent, error) {
 	f.saw("Event", id)
 	return &apiv1.AuditEvent{}, f.err
 }
 
-func (f *fake) Verify(_ context.Context, id *auth.Identity) (service.VerifyResult, error) {
+func (f *fake) Verify(_ context.Context, id *identity.Identity) (service.VerifyResult, error) {
 	f.saw("Verify", id)
 	return service.VerifyResult{OK: true}, f.err
 }
 
-func (f *fake) Export(_ context.Context, id *auth.Identity, _ service.ExportRequest, emit func([]any) error) error {
+func (f *fake) Export(_ context.Context, id *identity.Identity, _ service.ExportRequest, emit func([]any) error) error {
 	f.saw("Export", id)
 	for _, b := range f.export {
 		if err := emit(b); err != nil {
@@ -160,7 +160,7 @@ func (f *fake) Export(_ context.Context, id *auth.Identity, _ service.ExportRequ
 	return f.err
 }
 
-func (f *fake) Checkpoint(_ context.Context, id *auth.Identity) ([]byte, error) {
+func (f *fake) Checkpoint(_ context.Context, id *identity.Identity) ([]byte, error) {
 	f.saw("Checkpoint", id)
 	return []byte("note\n"), f.err
 }
@@ -170,22 +170,22 @@ func (f *fake) VerifierKey(context.Context) (string, error) {
 	return "key", f.err
 }
 
-func (f *fake) InclusionProof(_ context.Context, id *auth.Identity, _ string, _ uint64) (apiv1.InclusionProof, error) {
+func (f *fake) InclusionProof(_ context.Context, id *identity.Identity, _ string, _ uint64) (apiv1.InclusionProof, error) {
 	f.saw("InclusionProof", id)
 	return apiv1.InclusionProof{}, f.err
 }
 
-func (f *fake) ConsistencyProof(_ context.Context, id *auth.Identity, _, _ uint64) (apiv1.ConsistencyProof, error) {
+func (f *fake) ConsistencyProof(_ context.Context, id *identity.Identity, _, _ uint64) (apiv1.ConsistencyProof, error) {
 	f.saw("ConsistencyProof", id)
 	return apiv1.ConsistencyProof{}, f.err
 }
 
-func (f *fake) VerifyCheckpoint(_ context.Context, id *auth.Identity, _ []byte) (any, error) {
+func (f *fake) VerifyCheckpoint(_ context.Context, id *identity.Identity, _ []byte) (any, error) {
 	f.saw("VerifyCheckpoint", id)
 	return map[string]any{"ok": true}, f.err
 }
 
-func (f *fake) ProveEvent(_ context.Context, id *auth.Identity, _ *apiv1.AuditEvent) (service.EventProof, error) {
+func (f *fake) ProveEvent(_ context.Context, id *identity.Identity, _ *apiv1.AuditEvent) (service.EventProof, error) {
 	f.saw("ProveEvent", id)
 	return service.EventProof{Status: service.ProofVerified, CheckpointSize: 1}, f.err
 }

@@ -15,10 +15,11 @@ import (
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
-const admin = RoleAuditor + "," + RoleApprover + "," + RolePolicyAdmin
+const admin = identity.RoleAuditor + "," + identity.RoleApprover + "," + identity.RolePolicyAdmin
 
 // serviceRoutes is one well-formed request for every route whose handler
 // calls a service, and the service method it calls.
@@ -233,11 +234,11 @@ func TestAuthenticationAndRolesGuardTheServices(t *testing.T) {
 		var role string
 		switch {
 		case strings.HasPrefix(rt.path, "/v1/audit/"):
-			role = RoleAuditor
+			role = identity.RoleAuditor
 		case strings.HasPrefix(rt.path, "/v1/approvals"):
-			role = RoleApprover
+			role = identity.RoleApprover
 		case strings.HasPrefix(rt.path, "/v1/policy"):
-			role = RolePolicyAdmin
+			role = identity.RolePolicyAdmin
 		}
 		if role == "" {
 			if resp.StatusCode != 200 {
@@ -372,7 +373,7 @@ func TestReadiness(t *testing.T) {
 func TestExportStreams(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.f.export = [][]any{{map[string]any{"n": 1}, map[string]any{"n": 2}}, {map[string]any{"n": 3}}}
-	resp := h.do("GET", "/v1/audit/export?format=opa", RoleAuditor, "")
+	resp := h.do("GET", "/v1/audit/export?format=opa", identity.RoleAuditor, "")
 	if lines := readLines(t, resp); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" ||
 		!slices.Equal(lines, []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}) {
 		t.Errorf("%d %q", resp.StatusCode, lines)
@@ -380,18 +381,18 @@ func TestExportStreams(t *testing.T) {
 
 	h.f.export = [][]any{{map[string]any{"n": 1}}}
 	h.f.err = &service.Error{Kind: service.KindUnavailable, Message: "audit log is unavailable"}
-	resp = h.do("GET", "/v1/audit/export", RoleAuditor, "")
+	resp = h.do("GET", "/v1/audit/export", identity.RoleAuditor, "")
 	if lines := readLines(t, resp); resp.StatusCode != 200 || !slices.Equal(lines, []string{`{"n":1}`, strings.TrimSpace(string(exportInterrupted))}) {
 		t.Errorf("interrupted: %d %q", resp.StatusCode, lines)
 	}
 
 	h.f.export = nil
 	h.f.err = &service.Error{Kind: service.KindInvalid, Message: "from must not be after to"}
-	resp = h.do("GET", "/v1/audit/export", RoleAuditor, "")
+	resp = h.do("GET", "/v1/audit/export", identity.RoleAuditor, "")
 	if d := errorOf(t, resp); resp.StatusCode != 400 || d.Message != "from must not be after to" {
 		t.Errorf("before the first line: %d %+v", resp.StatusCode, d)
 	}
-	if resp := h.do("GET", "/v1/audit/export?format=csv", RoleAuditor, ""); resp.StatusCode != 400 {
+	if resp := h.do("GET", "/v1/audit/export?format=csv", identity.RoleAuditor, ""); resp.StatusCode != 400 {
 		t.Errorf("format=csv: %d", resp.StatusCode)
 	}
 }

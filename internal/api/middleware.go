@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -24,8 +25,8 @@ type ctxKey int
 
 const identityKey ctxKey = 0
 
-func identity(r *http.Request) *auth.Identity {
-	id, _ := r.Context().Value(identityKey).(*auth.Identity)
+func caller(r *http.Request) *identity.Identity {
+	id, _ := r.Context().Value(identityKey).(*identity.Identity)
 	return id
 }
 
@@ -73,7 +74,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func requireRole(role string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !identity(r).HasRole(role) {
+			if !caller(r).HasRole(role) {
 				writeError(w, service.Errorf(service.KindForbidden, "this route requires the %s role", role))
 				return
 			}

@@ -6,7 +6,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -26,7 +26,7 @@ func (s *Server) evalPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("body must be {\"input\":{…}} or {\"tool\",\"arguments\",\"principal\":{\"id\",\"roles\",\"groups\"},\"session_id\"}, with an optional \"explain\""))
 		return
 	}
-	admin := identity(r)
+	admin := caller(r)
 	req := service.EvalRequest{Admin: admin, Explain: in.Explain}
 	switch {
 	case !service.ValidExplain(in.Explain):
@@ -40,7 +40,7 @@ func (s *Server) evalPolicy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.Tool, req.Arguments, req.SessionID = in.Tool, in.Arguments, in.SessionID
-		req.As = &auth.Identity{Principal: in.Principal.ID, Roles: in.Principal.Roles, Groups: in.Principal.Groups, Claims: in.Principal.Claims}
+		req.As = &identity.Identity{Principal: in.Principal.ID, Roles: in.Principal.Roles, Groups: in.Principal.Groups, Claims: in.Principal.Claims}
 	default:
 		writeError(w, badRequest("give either \"input\" (a request document) or \"tool\" with \"principal\" (and optional \"arguments\", \"session_id\"), not both"))
 		return

@@ -34,7 +34,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(`body must be {"modules":{"name.rego":"…"},"data":{…},"from","to"} or {"candidate":"shadow","from","to"}`))
 		return
 	}
-	req := service.ReplayRequest{Admin: identity(r), From: time.Now().Add(-replayWindow)}
+	req := service.ReplayRequest{Admin: caller(r), From: time.Now().Add(-replayWindow)}
 	for _, tb := range []struct {
 		name, v string
 		dst     *time.Time

@@ -16,7 +16,7 @@ const maxCheckpointBytes = 16 << 10
 
 // checkpoint answers GET /v1/audit/checkpoint: the signed note, text/plain.
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
-	note, err := s.o.Audit.Checkpoint(r.Context(), identity(r))
+	note, err := s.o.Audit.Checkpoint(r.Context(), caller(r))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -70,7 +70,7 @@ func (s *Server) eventProof(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("size: one positive integer, the tree size of a checkpoint, is required"))
 		return
 	}
-	proof, err := s.o.Audit.InclusionProof(r.Context(), identity(r), chi.URLParam(r, "id"), size)
+	proof, err := s.o.Audit.InclusionProof(r.Context(), caller(r), chi.URLParam(r, "id"), size)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -86,7 +86,7 @@ func (s *Server) consistency(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("from and to: one positive integer each (tree sizes, from ≤ to) are required"))
 		return
 	}
-	proof, err := s.o.Audit.ConsistencyProof(r.Context(), identity(r), from, to)
+	proof, err := s.o.Audit.ConsistencyProof(r.Context(), caller(r), from, to)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -106,7 +106,7 @@ func (s *Server) verifyCheckpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(`the body must be {"checkpoint": "<signed note>"}`))
 		return
 	}
-	res, err := s.o.Audit.VerifyCheckpoint(r.Context(), identity(r), []byte(req.Checkpoint))
+	res, err := s.o.Audit.VerifyCheckpoint(r.Context(), caller(r), []byte(req.Checkpoint))
 	if err != nil {
 		writeError(w, err)
 		return

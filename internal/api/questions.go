@@ -38,7 +38,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	l, err := s.o.Approvals.Questions(r.Context(), identity(r), f)
+	l, err := s.o.Approvals.Questions(r.Context(), caller(r), f)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rerr)
 		return
 	}
-	q, err := s.o.Approvals.Answer(r.Context(), service.AnswerStep{Identity: identity(r), ID: chi.URLParam(r, "id"), Answer: answer})
+	q, err := s.o.Approvals.Answer(r.Context(), service.AnswerStep{Identity: caller(r), ID: chi.URLParam(r, "id"), Answer: answer})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -97,7 +97,7 @@ func (s *Server) callStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = d
 	}
-	st, err := s.o.Approvals.CallStatus(r.Context(), identity(r), chi.URLParam(r, "call_id"), wait)
+	st, err := s.o.Approvals.CallStatus(r.Context(), caller(r), chi.URLParam(r, "call_id"), wait)
 	if err != nil {
 		writeError(w, err)
 		return

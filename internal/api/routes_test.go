@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/api/apispec"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 )
 
@@ -23,12 +23,12 @@ import (
 // real authenticator is driven end to end in internal/gateway.
 type rolesAuth struct{}
 
-func (rolesAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
+func (rolesAuth) Authenticate(r *http.Request) (*identity.Identity, error) {
 	roles, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer roles:")
 	if !ok {
 		return nil, errors.New("no credential")
 	}
-	return &auth.Identity{Tenant: "acme", Principal: "p", Roles: strings.Split(roles, ",")}, nil
+	return &identity.Identity{Tenant: "acme", Principal: "p", Roles: strings.Split(roles, ",")}, nil
 }
 
 var paramRE = regexp.MustCompile(`\{[^/}]+\}`)
@@ -66,7 +66,7 @@ func TestRouterAndOpenAPIAgree(t *testing.T) {
 	front := mcpserver.New(mcpserver.Options{Auth: rolesAuth{}, MaxBodyBytes: 1024})
 	s := New(Options{Gatherer: prometheus.NewRegistry(), Auth: rolesAuth{}, Logger: nil, MaxBodyBytes: 1024, MCP: front.Handler()})
 	h := s.Handler()
-	admin := "roles:" + strings.Join([]string{RoleAuditor, RoleApprover, RolePolicyAdmin}, ",")
+	admin := "roles:" + strings.Join([]string{identity.RoleAuditor, identity.RoleApprover, identity.RolePolicyAdmin}, ",")
 
 	var served []string
 	guarded := map[string]bool{}

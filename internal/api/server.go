@@ -21,23 +21,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
-// Management roles (CONTRACT §3).
-const (
-	RoleAuditor     = "auditor"
-	RoleApprover    = "approver"
-	RolePolicyAdmin = "policy-admin"
-)
-
 // Authenticator verifies a request's bearer credential.
 type Authenticator interface {
-	Authenticate(r *http.Request) (*auth.Identity, error)
+	Authenticate(r *http.Request) (*identity.Identity, error)
 }
 
 // keyStatuser is an Authenticator whose keys may still be loading (an
@@ -176,7 +169,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/batches", s.callBatch)
 		r.Post("/batches/decisions", s.decideBatch)
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(RoleAuditor))
+			r.Use(requireRole(identity.RoleAuditor))
 			r.Get("/audit/events", s.listEvents)
 			r.Get("/audit/events/{id}", s.getEvent)
 			r.Get("/audit/verify", s.verify)
@@ -191,14 +184,14 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/questions", s.listQuestions)
 		r.Post("/questions/{id}/answer", s.answerQuestion)
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(RoleApprover))
+			r.Use(requireRole(identity.RoleApprover))
 			r.Get("/approvals", s.listApprovals)
 			r.Get("/approvals/{id}", s.getApproval)
 			r.Post("/approvals/{id}/approve", s.approve)
 			r.Post("/approvals/{id}/deny", s.deny)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(RolePolicyAdmin))
+			r.Use(requireRole(identity.RolePolicyAdmin))
 			r.Get("/policy", s.policy)
 			r.Post("/policy/eval", s.evalPolicy)
 			r.Post("/policy/replay", s.replayPolicy)

@@ -17,7 +17,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("session_id must be 1-128 characters of letters, digits and ._:@-"))
 		return
 	}
-	tools, err := s.o.Calls.Tools(r.Context(), identity(r), session)
+	tools, err := s.o.Calls.Tools(r.Context(), caller(r), session)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) callRequest(w http.ResponseWriter, r *http.Request) (service.Ca
 		env, rerr = decodeCallEnvelope(body)
 		if rerr == nil {
 			return service.CallRequest{
-				Identity:  identity(r),
+				Identity:  caller(r),
 				Tool:      chi.URLParam(r, "name"),
 				Arguments: env.Arguments,
 				SessionID: env.SessionID,
@@ -68,7 +68,7 @@ func (s *Server) callRequest(w http.ResponseWriter, r *http.Request) (service.Ca
 			}, true
 		}
 	}
-	s.o.Logger.Info("rejected request envelope", "path", r.URL.Path, "tenant", identity(r).Tenant, "principal", identity(r).Principal, "err", rerr.Message)
+	s.o.Logger.Info("rejected request envelope", "path", r.URL.Path, "tenant", caller(r).Tenant, "principal", caller(r).Principal, "err", rerr.Message)
 	writeError(w, rerr)
 	return service.CallRequest{}, false
 }

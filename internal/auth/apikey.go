@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"slices"
+
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // apiKey is a configured service principal, keyed by the SHA-256 of its
@@ -19,7 +21,7 @@ type apiKey struct {
 // verifyAPIKey looks token up by its SHA-256. Every configured digest is
 // compared in constant time, and the loop never exits early, so timing
 // says nothing about which key (if any) nearly matched.
-func (a *Authenticator) verifyAPIKey(token string) (*Identity, error) {
+func (a *Authenticator) verifyAPIKey(token string) (*identity.Identity, error) {
 	sum := sha256.Sum256([]byte(token))
 	var match *apiKey
 	for i := range a.apiKeys {
@@ -33,7 +35,7 @@ func (a *Authenticator) verifyAPIKey(token string) (*Identity, error) {
 	if _, ok := a.tenants[match.tenant]; !ok {
 		return nil, refuse(ReasonUnknownTenant, nil)
 	}
-	return &Identity{
+	return &identity.Identity{
 		Tenant:    match.tenant,
 		Principal: match.id,
 		Roles:     slices.Clone(match.roles),

@@ -26,6 +26,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -347,7 +348,7 @@ func TestAPIKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Identity{Tenant: "acme", Principal: "ci-bot", Roles: []string{"agent"}, Groups: []string{"bots"}, Client: "ci-bot", Method: "api_key"}
+	want := identity.Identity{Tenant: "acme", Principal: "ci-bot", Roles: []string{"agent"}, Groups: []string{"bots"}, Client: "ci-bot", Method: "api_key"}
 	if id.Tenant != want.Tenant || id.Principal != want.Principal || !slices.Equal(id.Roles, want.Roles) ||
 		!slices.Equal(id.Groups, want.Groups) || id.Client != want.Client || id.Method != want.Method {
 		t.Errorf("identity = %+v, want %+v", id, want)

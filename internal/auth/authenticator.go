@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks"
 )
 
@@ -204,7 +205,7 @@ func (a *Authenticator) KeyStatus() string {
 // is an *Error matching ErrUnauthenticated. A token whose kid the
 // identity provider's set does not hold may fetch the set again
 // (rate-limited) within the request's context.
-func (a *Authenticator) Authenticate(r *http.Request) (*Identity, error) {
+func (a *Authenticator) Authenticate(r *http.Request) (*identity.Identity, error) {
 	values := r.Header.Values("Authorization")
 	switch len(values) {
 	case 0:
@@ -219,11 +220,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Identity, error) {
 // AuthenticateHeader verifies an Authorization header value, which must be
 // exactly "Bearer <token>" (scheme case-insensitive, one space). A token of
 // three dot-separated segments is a JWT; anything else is an API key.
-func (a *Authenticator) AuthenticateHeader(value string) (*Identity, error) {
+func (a *Authenticator) AuthenticateHeader(value string) (*identity.Identity, error) {
 	return a.authenticateHeader(context.Background(), value)
 }
 
-func (a *Authenticator) authenticateHeader(ctx context.Context, value string) (*Identity, error) {
+func (a *Authenticator) authenticateHeader(ctx context.Context, value string) (*identity.Identity, error) {
 	if value == "" {
 		return nil, refuse(ReasonMissingCredentials, nil)
 	}

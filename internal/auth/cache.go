@@ -4,6 +4,8 @@ import (
 	"crypto"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // defaultTokenCacheSize bounds the verified-token cache: agents call many
@@ -27,7 +29,7 @@ type tokenCache struct {
 }
 
 type cachedToken struct {
-	id        *Identity
+	id        *identity.Identity
 	notBefore time.Time        // zero: no nbf
 	expires   time.Time        // exp is required, so never zero
 	kid       string           // the kid the key was found under

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // clockAt is a clock a test can move.
@@ -86,7 +87,7 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	c := newTokenCache(3)
 	exp := now.Add(time.Hour)
 	for i, k := range []string{"a", "b", "c", "d", "e"} {
-		c.put(k, cachedToken{id: &Identity{Principal: k}, expires: exp}, now)
+		c.put(k, cachedToken{id: &identity.Identity{Principal: k}, expires: exp}, now)
 		if len(c.m) > 3 {
 			t.Fatalf("after %d puts the cache holds %d entries", i+1, len(c.m))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks/jwkstest"
 )
 
@@ -54,7 +55,7 @@ func oidcAuthenticator(t *testing.T, s setup, idp *jwkstest.IdP, edit func(*conf
 	return a
 }
 
-func authOK(t *testing.T, a *Authenticator, token string) *Identity {
+func authOK(t *testing.T, a *Authenticator, token string) *identity.Identity {
 	t.Helper()
 	id, err := a.AuthenticateHeader("Bearer " + token)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks"
 )
 
@@ -34,7 +35,7 @@ type usedKey struct {
 	key crypto.PublicKey
 }
 
-func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*Identity, error) {
+func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*identity.Identity, error) {
 	if len(a.methods) == 0 {
 		return nil, refuse(ReasonAlgorithm, errors.New("no JWT keys configured"))
 	}
@@ -156,7 +157,7 @@ func (a *Authenticator) classify(t *jwt.Token, err error) error {
 }
 
 // identity builds the Identity from verified claims.
-func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
+func (a *Authenticator) identity(claims jwt.MapClaims) (*identity.Identity, error) {
 	tenant, _ := claims[a.tenantClaim].(string)
 	if tenant == "" {
 		return nil, refuse(ReasonMissingTenant, nil)
@@ -198,7 +199,7 @@ func (a *Authenticator) identity(claims jwt.MapClaims) (*Identity, error) {
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		expires = exp.Time
 	}
-	return &Identity{
+	return &identity.Identity{
 		Tenant:    tenant,
 		Principal: sub,
 		Roles:     roles,

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 // renderApprovals renders the approvals page with a notice or problem;
 // a failure to list becomes the service's error page.
 func (s *Server) renderApprovals(w http.ResponseWriter, r *http.Request, status int, notice, problem string) {
-	ctx, id := r.Context(), identity(r)
+	ctx, id := r.Context(), caller(r)
 	pending, err := s.o.Services.Approvals.Approvals(ctx, id, service.ApprovalFilter{Status: apiv1.ApprovalPending, Limit: pendingShown})
 	if err != nil {
 		s.failService(w, r, err)
@@ -98,7 +99,7 @@ func (s *Server) renderApprovals(w http.ResponseWriter, r *http.Request, status 
 	}
 
 	now := s.o.Now()
-	v := approvalsView{Decided: decided, Auditor: id.HasRole(RoleAuditor), MaxComment: maxComment, MaxAnswer: maxAnswer}
+	v := approvalsView{Decided: decided, Auditor: id.HasRole(identity.RoleAuditor), MaxComment: maxComment, MaxAnswer: maxAnswer}
 	for _, a := range pending {
 		v.Pending = append(v.Pending, pendingApproval{Approval: a, Left: until(now, a.ExpiresAt)})
 	}
@@ -130,7 +131,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 	if approve {
 		step = s.o.Services.Approvals.Approve
 	}
-	if _, err := step(r.Context(), service.ApprovalStep{Identity: identity(r), ID: chi.URLParam(r, "id"), Comment: comment}); err != nil {
+	if _, err := step(r.Context(), service.ApprovalStep{Identity: caller(r), ID: chi.URLParam(r, "id"), Comment: comment}); err != nil {
 		s.stepFailed(w, r, verb, err)
 		return
 	}
@@ -144,7 +145,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	// Approvers answer on the approvals page, everyone else on the
 	// questions page: back to the page the form was on.
 	back, page := Prefix+"/questions", s.renderQuestions
-	if identity(r).HasRole(RoleApprover) {
+	if caller(r).HasRole(identity.RoleApprover) {
 		back, page = Prefix+"/approvals", s.renderApprovals
 	}
 	text, ok := formText(r, "answer")
@@ -152,7 +153,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		page(w, r, http.StatusBadRequest, "", fmt.Sprintf("Not answered: an answer is 1 to %d bytes of text; choose or write one. Nothing was changed.", maxAnswer))
 		return
 	}
-	_, err := s.o.Services.Approvals.Answer(r.Context(), service.AnswerStep{Identity: identity(r), ID: chi.URLParam(r, "id"), Answer: text})
+	_, err := s.o.Services.Approvals.Answer(r.Context(), service.AnswerStep{Identity: caller(r), ID: chi.URLParam(r, "id"), Answer: text})
 	if err != nil {
 		e := service.As(err)
 		switch e.Kind {
@@ -173,14 +174,14 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderQuestions(w http.ResponseWriter, r *http.Request, status int, notice, problem string) {
-	ctx, id := r.Context(), identity(r)
+	ctx, id := r.Context(), caller(r)
 	questions, err := s.o.Services.Approvals.Questions(ctx, id, service.QuestionFilter{Limit: questionsShown})
 	if err != nil {
 		s.failService(w, r, err)
 		return
 	}
 	now := s.o.Now()
-	v := approvalsView{Auditor: id.HasRole(RoleAuditor), MaxComment: maxComment, MaxAnswer: maxAnswer}
+	v := approvalsView{Auditor: id.HasRole(identity.RoleAuditor), MaxComment: maxComment, MaxAnswer: maxAnswer}
 	for _, q := range questions {
 		v.Questions = append(v.Questions, pendingQuestion{PendingQuestion: q, Left: until(now, q.ExpiresAt), Mine: q.Principal == id.Principal})
 	}

@@ -261,7 +261,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, verify *verif
 		s.render(w, r, http.StatusBadRequest, "audit", page)
 		return
 	}
-	res, err := s.o.Services.Audit.Events(r.Context(), identity(r), flt)
+	res, err := s.o.Services.Audit.Events(r.Context(), caller(r), flt)
 	if err != nil {
 		if e := service.As(err); e.Kind == service.KindInvalid {
 			// A stale or edited cursor: say so on the search page.
@@ -291,14 +291,14 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, verify *verif
 // checkpoint) and shows the result on the search page. It is a POST
 // because it reads the whole log.
 func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
-	res, err := s.o.Services.Audit.Verify(r.Context(), identity(r))
+	res, err := s.o.Services.Audit.Verify(r.Context(), caller(r))
 	if err != nil {
 		s.serviceFailure(w, r, err)
 		return
 	}
 	if !res.OK {
-		s.o.Logger.Warn("console: the audit log does not verify", "tenant", identity(r).Tenant,
-			"principal", identity(r).Principal, "first_bad_event", res.FirstBadEvent, "problem", res.Problem)
+		s.o.Logger.Warn("console: the audit log does not verify", "tenant", caller(r).Tenant,
+			"principal", caller(r).Principal, "first_bad_event", res.FirstBadEvent, "problem", res.Problem)
 	}
 	s.auditPage(w, r, &verifyView{Result: res})
 }
@@ -318,7 +318,7 @@ type eventView struct {
 const maxCallEvents = 100
 
 func (s *Server) auditEvent(w http.ResponseWriter, r *http.Request) {
-	id := identity(r)
+	id := caller(r)
 	ev, err := s.o.Services.Audit.Event(r.Context(), id, chi.URLParam(r, "id"))
 	if err != nil {
 		s.serviceFailure(w, r, err)

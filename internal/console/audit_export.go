@@ -40,7 +40,7 @@ func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.From, req.To = from, to
-	id := identity(r)
+	id := caller(r)
 	name := "toolgate-audit-" + fileSafe(id.Tenant)
 	if req.Format == apiv1.ExportOPA {
 		name += "-opa"

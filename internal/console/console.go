@@ -31,23 +31,16 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
 // Prefix is where the console is served.
 const Prefix = "/console"
 
-// Management roles (CONTRACT §3): which pages a credential may use.
-const (
-	RoleAuditor     = "auditor"
-	RoleApprover    = "approver"
-	RolePolicyAdmin = "policy-admin"
-)
-
 // Authenticator verifies a bearer credential (*auth.Authenticator).
 type Authenticator interface {
-	Authenticate(r *http.Request) (*auth.Identity, error)
+	Authenticate(r *http.Request) (*identity.Identity, error)
 }
 
 // Options wire a Server. Services and Auth are required.
@@ -157,14 +150,14 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/", s.overview)
 		r.Post("/logout", s.logout)
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(s, RoleAuditor))
+			r.Use(requireRole(s, identity.RoleAuditor))
 			r.Get("/audit", s.auditList)
 			r.Get("/audit/export", s.auditExport)
 			r.Post("/audit/verify", s.auditVerify)
 			r.Get("/audit/{id}", s.auditEvent)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(s, RoleApprover))
+			r.Use(requireRole(s, identity.RoleApprover))
 			r.Get("/approvals", s.approvalsPage)
 			r.Post("/approvals/{id}/approve", s.approve)
 			r.Post("/approvals/{id}/deny", s.deny)
@@ -175,7 +168,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/questions", s.questionsPage)
 		r.Post("/questions/{id}/answer", s.answer)
 		r.Group(func(r chi.Router) {
-			r.Use(requireRole(s, RolePolicyAdmin))
+			r.Use(requireRole(s, identity.RolePolicyAdmin))
 			r.Get("/policy", s.policyPage)
 			r.Post("/policy/eval", s.policyEval)
 			r.Post("/policy/replay", s.policyReplay)
@@ -264,7 +257,7 @@ const signedKey ctxKey = 0
 // the identity this request's own verification of its credential gave.
 type signed struct {
 	sess *session
-	id   *auth.Identity
+	id   *identity.Identity
 }
 
 // current is the request's session (set by signedIn).
@@ -276,7 +269,7 @@ func current(r *http.Request) *session {
 }
 
 // identity is the request's verified identity.
-func identity(r *http.Request) *auth.Identity {
+func caller(r *http.Request) *identity.Identity {
 	if v, ok := r.Context().Value(signedKey).(signed); ok {
 		return v.id
 	}
@@ -290,7 +283,7 @@ func (s *Server) signedIn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Cookie(s.cookieName(r))
 		var sess *session
-		var id *auth.Identity
+		var id *identity.Identity
 		if c != nil {
 			sess = s.sessions.get(c.Value)
 		}
@@ -324,7 +317,7 @@ func (s *Server) signedIn(next http.Handler) http.Handler {
 
 // verify verifies a credential exactly as an API request's
 // Authorization header.
-func (s *Server) verify(ctx context.Context, token string) (*auth.Identity, error) {
+func (s *Server) verify(ctx context.Context, token string) (*identity.Identity, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://console"+Prefix+"/", nil)
 	if err != nil {
 		return nil, err
@@ -353,7 +346,7 @@ func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
 func requireRole(s *Server, role string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !identity(r).HasRole(role) {
+			if !caller(r).HasRole(role) {
 				s.fail(w, r, http.StatusForbidden, fmt.Sprintf("This page needs the %s role, which your credential does not have.", role))
 				return
 			}

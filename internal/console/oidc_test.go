@@ -16,6 +16,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks/jwkstest"
 	"github.com/toolgate/toolgate/internal/service"
 )
@@ -103,13 +104,13 @@ type oidcTestAuth struct {
 	sub     string
 }
 
-func (a *oidcTestAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
+func (a *oidcTestAuth) Authenticate(r *http.Request) (*identity.Identity, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		return nil, auth.ErrUnauthenticated
 	}
-	return &auth.Identity{Tenant: "acme", Principal: a.sub, Roles: []string{RoleAuditor}, Method: "jwt", Expires: a.expires}, nil
+	return &identity.Identity{Tenant: "acme", Principal: a.sub, Roles: []string{identity.RoleAuditor}, Method: "jwt", Expires: a.expires}, nil
 }
 
 func newOIDCTestServer(t *testing.T, p *oidcTestProvider, a *oidcTestAuth, clock *oidcTestClock, ttl, idle time.Duration) *Server {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -136,8 +137,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/", http.StatusMovedPermanently)
 		return
 	}
-	ctx, id := r.Context(), identity(r)
-	d := &overviewData{Auditor: id.HasRole(RoleAuditor), Approver: id.HasRole(RoleApprover), PolicyAdmin: id.HasRole(RolePolicyAdmin)}
+	ctx, id := r.Context(), caller(r)
+	d := &overviewData{Auditor: id.HasRole(identity.RoleAuditor), Approver: id.HasRole(identity.RoleApprover), PolicyAdmin: id.HasRole(identity.RolePolicyAdmin)}
 	for _, item := range nav(r) {
 		if item.Key != "overview" {
 			d.Pages = append(d.Pages, item)
@@ -195,7 +196,7 @@ func (s *Server) overviewStats(r *http.Request) (*overviewStats, error) {
 	f := service.AuditFilter{Phase: apiv1.PhaseDecision, From: from, Limit: overviewPage}
 read:
 	for {
-		page, err := s.o.Services.Audit.Events(r.Context(), identity(r), f)
+		page, err := s.o.Services.Audit.Events(r.Context(), caller(r), f)
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -121,10 +121,10 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request) {
 // renderPolicy fills what every rendering of the page shows (revision,
 // modules, shadow counts) and renders it.
 func (s *Server) renderPolicy(w http.ResponseWriter, r *http.Request, status int, d *policyData) {
-	ctx, id := r.Context(), identity(r)
+	ctx, id := r.Context(), caller(r)
 	svc := s.o.Services.Policy
 	d.Info = svc.Info(ctx)
-	d.CanAudit = id.HasRole(RoleAuditor)
+	d.CanAudit = id.HasRole(identity.RoleAuditor)
 	d.Explains = explainLevels
 	d.ShadowFrom = s.o.Now().Add(-policyWindow)
 	sum, err := svc.ShadowSummary(ctx, service.ShadowRequest{Admin: id, From: d.ShadowFrom, Max: shadowMaxEvents})
@@ -171,7 +171,7 @@ func (s *Server) policyEval(w http.ResponseWriter, r *http.Request) {
 		Arguments: f.Get("arguments"), Document: f.Get("document"), Explain: f.Get("explain"),
 	}
 	d := &policyData{Eval: in, Replay: s.defaultReplay()}
-	req, msg := in.request(identity(r))
+	req, msg := in.request(caller(r))
 	if msg != "" {
 		d.EvalProblem = msg
 		s.renderPolicy(w, r, http.StatusBadRequest, d)
@@ -196,7 +196,7 @@ func (s *Server) policyEval(w http.ResponseWriter, r *http.Request) {
 
 // request is the evaluation the form asks for, or why it cannot be made
 // (the REST API's checks, in the form's words where its shape differs).
-func (f evalForm) request(admin *auth.Identity) (service.EvalRequest, string) {
+func (f evalForm) request(admin *identity.Identity) (service.EvalRequest, string) {
 	req := service.EvalRequest{Admin: admin, Explain: f.Explain}
 	if !service.ValidExplain(f.Explain) {
 		return req, "explain must be notes, fails or full"
@@ -230,7 +230,7 @@ func (f evalForm) request(admin *auth.Identity) (service.EvalRequest, string) {
 			req.Arguments = v
 		}
 		req.Tool, req.SessionID = f.Tool, f.SessionID
-		req.As = &auth.Identity{Principal: f.Principal, Roles: words(f.Roles), Groups: words(f.Groups)}
+		req.As = &identity.Identity{Principal: f.Principal, Roles: words(f.Roles), Groups: words(f.Groups)}
 	default:
 		return req, "choose what to evaluate: a would-be call or a raw request document"
 	}
@@ -285,7 +285,7 @@ func (s *Server) policyReplay(w http.ResponseWriter, r *http.Request) {
 		in.Modules = append(in.Modules, m)
 	}
 	d := &policyData{Eval: defaultEval(), Replay: in}
-	req, msg := s.replayRequest(in, identity(r))
+	req, msg := s.replayRequest(in, caller(r))
 	if msg != "" {
 		d.ReplayProblem = msg
 		s.renderPolicy(w, r, http.StatusBadRequest, d)
@@ -302,7 +302,7 @@ func (s *Server) policyReplay(w http.ResponseWriter, r *http.Request) {
 	s.renderPolicy(w, r, http.StatusOK, d)
 }
 
-func (s *Server) replayRequest(in replayForm, admin *auth.Identity) (service.ReplayRequest, string) {
+func (s *Server) replayRequest(in replayForm, admin *identity.Identity) (service.ReplayRequest, string) {
 	req := service.ReplayRequest{Admin: admin, From: s.o.Now().Add(-policyWindow), Changes: replayListed}
 	for _, tb := range []struct {
 		name, v string

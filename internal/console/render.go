@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -94,19 +95,19 @@ type navItem struct {
 // nav is the navigation a credential may use: pages it has no role for
 // are not shown.
 func nav(r *http.Request) []navItem {
-	id := identity(r)
+	id := caller(r)
 	items := []navItem{{"overview", "Overview", Prefix + "/"}}
-	if id.HasRole(RoleAuditor) {
+	if id.HasRole(identity.RoleAuditor) {
 		items = append(items, navItem{"audit", "Audit log", Prefix + "/audit"})
 	}
-	if id.HasRole(RoleApprover) {
+	if id.HasRole(identity.RoleApprover) {
 		items = append(items, navItem{"approvals", "Approvals", Prefix + "/approvals"})
 	} else {
 		// Approvers answer questions on the approvals page; everyone else
 		// (an agent's user answering its ask-user questions) here.
 		items = append(items, navItem{"questions", "Questions", Prefix + "/questions"})
 	}
-	if id.HasRole(RolePolicyAdmin) {
+	if id.HasRole(identity.RolePolicyAdmin) {
 		items = append(items, navItem{"policy", "Policy", Prefix + "/policy"})
 	}
 	return items
@@ -119,7 +120,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		panic("console: no template " + page)
 	}
 	v.Version = s.o.Version
-	if sess, id := current(r), identity(r); sess != nil && id != nil {
+	if sess, id := current(r), caller(r); sess != nil && id != nil {
 		v.Signed = true
 		v.Tenant, v.Who, v.Roles, v.Method = id.Tenant, id.Principal, id.Roles, sess.method
 		v.CSRF = sess.csrf

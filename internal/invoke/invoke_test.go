@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -61,7 +61,7 @@ func prepared(t *testing.T, mode string, lim tools.Limits) *prepare.Prepared {
 		t.Fatal(err)
 	}
 	pr, err := p.Prepare(context.Background(), prepare.Call{
-		Identity: &auth.Identity{Tenant: "acme", Principal: "a"}, Tool: tool,
+		Identity: &identity.Identity{Tenant: "acme", Principal: "a"}, Tool: tool,
 		Env: &tools.Env{Tenant: "acme"}, RawArgs: []byte(`{"mode":"` + mode + `"}`),
 	})
 	if err != nil {

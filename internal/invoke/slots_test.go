@@ -9,8 +9,8 @@ import (
 	"time"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -172,7 +172,7 @@ func preparedFor(t *testing.T, tool tools.Tool, tenant string) *prepare.Prepared
 		t.Fatal(err)
 	}
 	pr, err := p.Prepare(context.Background(), prepare.Call{
-		Identity: &auth.Identity{Tenant: tenant, Principal: "a"}, Tool: tool,
+		Identity: &identity.Identity{Tenant: tenant, Principal: "a"}, Tool: tool,
 		Env: &tools.Env{Tenant: tenant}, RawArgs: []byte(`{}`),
 	})
 	if err != nil {

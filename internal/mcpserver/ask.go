@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -16,9 +16,9 @@ import (
 // ask-user question to the caller's user itself (MCP elicitation): the
 // asker's own question, the answer, and the call's result.
 type Questions interface {
-	CallQuestion(ctx context.Context, id *auth.Identity, callID string) (service.AskedQuestion, error)
+	CallQuestion(ctx context.Context, id *identity.Identity, callID string) (service.AskedQuestion, error)
 	Answer(ctx context.Context, s service.AnswerStep) (apiv1.Question, error)
-	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
+	CallStatus(ctx context.Context, id *identity.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
 }
 
 // inputAnswer names the one input request of an ask-user call, and the
@@ -80,7 +80,7 @@ func elicitation(q service.AskedQuestion) *mcp.ElicitParams {
 // result, or elicitation/create now); otherwise, or when the question
 // cannot be read, the awaiting_user result stands and the question is
 // answered over REST.
-func (s *Server) askUser(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, resp apiv1.CallResponse, requestID string) (*mcp.CallToolResult, error) {
+func (s *Server) askUser(ctx context.Context, id *identity.Identity, call *mcp.CallToolRequest, resp apiv1.CallResponse, requestID string) (*mcp.CallToolResult, error) {
 	mode := askModeOf(call)
 	if mode == askNot || s.o.Questions == nil {
 		return callResult(resp), nil
@@ -151,7 +151,7 @@ func inputRequired(params *mcp.ElicitParams, state string, resp apiv1.CallRespon
 // user's answer: the requestState names the question, sealed for this
 // caller and tool; the answer goes through Answer as the caller, like
 // POST /v1/questions/{id}/answer. Nothing runs again.
-func (s *Server) resumeAsk(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
+func (s *Server) resumeAsk(ctx context.Context, id *identity.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
 	p := call.Params
 	if s.o.Questions == nil || p.RequestState == "" {
 		s.o.Logger.Info("mcp: tools/call with inputResponses but no requestState refused", "tenant", id.Tenant, "principal", id.Principal)
@@ -183,7 +183,7 @@ func (s *Server) resumeAsk(ctx context.Context, id *auth.Identity, call *mcp.Cal
 // call's result. A decline or cancel answers nothing (REST has no way
 // to decline a question): the question stays pending for its expiry, the
 // result is the call's current one, awaiting_user while pending.
-func (s *Server) answered(ctx context.Context, id *auth.Identity, a asking, er *mcp.ElicitResult, requestID string) (*mcp.CallToolResult, error) {
+func (s *Server) answered(ctx context.Context, id *identity.Identity, a asking, er *mcp.ElicitResult, requestID string) (*mcp.CallToolResult, error) {
 	if er != nil && er.Action == "accept" {
 		answer, ok := er.Content[inputAnswer].(string)
 		if !ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
 )
@@ -104,7 +105,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		// As REST: the gateway protects itself before it reads the body;
 		// counted and logged at debug level, never audited.
 		if ti := sdkauth.TokenInfoFromContext(r.Context()); ti != nil {
-			id, _ := ti.Extra[identityKeyName].(*auth.Identity)
+			id, _ := ti.Extra[identityKeyName].(*identity.Identity)
 			if id != nil {
 				v, _ := s.o.TenantBuckets.Take(r.Context(), id.Tenant, []ratelimit.Limit{s.tenant})
 				if !v.OK {
@@ -316,14 +317,14 @@ const identityKeyName = "toolgate.identity"
 
 // userID names a principal unambiguously: a session opened by one is
 // refused to every other (tenant, principal and credential kind).
-func userID(id *auth.Identity) string {
+func userID(id *identity.Identity) string {
 	return fmt.Sprintf("%q %q %q", id.Method, id.Tenant, id.Principal)
 }
 
 // httpIdentity is the identity the HTTP layer verified for this request.
-func httpIdentity(_ context.Context, req mcp.Request) (*auth.Identity, error) {
+func httpIdentity(_ context.Context, req mcp.Request) (*identity.Identity, error) {
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		if id, ok := ex.TokenInfo.Extra[identityKeyName].(*auth.Identity); ok && id != nil {
+		if id, ok := ex.TokenInfo.Extra[identityKeyName].(*identity.Identity); ok && id != nil {
 			return id, nil
 		}
 	}

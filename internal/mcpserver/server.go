@@ -29,7 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
@@ -47,7 +47,7 @@ const Via = "mcp"
 
 // Authenticator verifies a request's bearer credential (*auth.Authenticator).
 type Authenticator interface {
-	Authenticate(r *http.Request) (*auth.Identity, error)
+	Authenticate(r *http.Request) (*identity.Identity, error)
 }
 
 // Options wire a Server. Calls and Auth are required.
@@ -152,7 +152,7 @@ func New(o Options) *Server {
 }
 
 // identifyFunc is the verified caller of one MCP request.
-type identifyFunc func(ctx context.Context, req mcp.Request) (*auth.Identity, error)
+type identifyFunc func(ctx context.Context, req mcp.Request) (*identity.Identity, error)
 
 // requestIDFunc is the auditable JSON-RPC id of a tools/call, as its
 // transport learned it ("" when it did not).

@@ -18,6 +18,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -27,7 +28,7 @@ type fakeCalls struct {
 	seen []service.CallRequest
 }
 
-func (f *fakeCalls) Tools(context.Context, *auth.Identity, string) ([]apiv1.Tool, error) {
+func (f *fakeCalls) Tools(context.Context, *identity.Identity, string) ([]apiv1.Tool, error) {
 	return []apiv1.Tool{{Name: "echo", Description: "Echo.", InputSchema: []byte(`{"type":"object"}`)}}, nil
 }
 
@@ -59,13 +60,13 @@ func (f *fakeCalls) Batch(context.Context, service.BatchRequest, bool) (service.
 // fakeAuth: "key-<p>" is an API key of principal p, "jwt-<p>" a JWT.
 type fakeAuth struct{}
 
-func (fakeAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
+func (fakeAuth) Authenticate(r *http.Request) (*identity.Identity, error) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if p, ok := strings.CutPrefix(tok, "key-"); ok {
-		return &auth.Identity{Tenant: "acme", Principal: p, Method: "api_key"}, nil
+		return &identity.Identity{Tenant: "acme", Principal: p, Method: "api_key"}, nil
 	}
 	if p, ok := strings.CutPrefix(tok, "jwt-"); ok {
-		return &auth.Identity{Tenant: "acme", Principal: p, Method: "jwt"}, nil
+		return &identity.Identity{Tenant: "acme", Principal: p, Method: "jwt"}, nil
 	}
 	return nil, &auth.Error{Reason: auth.ReasonMalformedToken}
 }

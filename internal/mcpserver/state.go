@@ -12,7 +12,7 @@ import (
 	"time"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -84,7 +84,7 @@ const (
 
 var errBadState = errors.New("requestState is not one this gateway issued for this caller and tool, or it has expired")
 
-func mac(key []byte, payload string, id *auth.Identity) []byte {
+func mac(key []byte, payload string, id *identity.Identity) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("toolgate mcp requestState v1\x00"))
 	m.Write([]byte(userID(id)))
@@ -94,7 +94,7 @@ func mac(key []byte, payload string, id *auth.Identity) []byte {
 }
 
 // seal is the requestState of a for the caller id.
-func (k stateSealer) seal(a asking, id *auth.Identity) string {
+func (k stateSealer) seal(a asking, id *identity.Identity) string {
 	raw, _ := json.Marshal(a)
 	p := base64.RawURLEncoding.EncodeToString(raw)
 	return statePrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(k.key, p, id))
@@ -102,7 +102,7 @@ func (k stateSealer) seal(a asking, id *auth.Identity) string {
 
 // sealed reports whether sig is the MAC of payload for id under the key
 // or one of the previous keys.
-func (k stateSealer) sealed(sig []byte, payload string, id *auth.Identity) bool {
+func (k stateSealer) sealed(sig []byte, payload string, id *identity.Identity) bool {
 	if hmac.Equal(sig, mac(k.key, payload, id)) {
 		return true
 	}
@@ -115,7 +115,7 @@ func (k stateSealer) sealed(sig []byte, payload string, id *auth.Identity) bool 
 }
 
 // open verifies a requestState for the caller id retrying tool.
-func (k stateSealer) open(s string, id *auth.Identity, tool string) (asking, error) {
+func (k stateSealer) open(s string, id *identity.Identity, tool string) (asking, error) {
 	if len(s) > maxStateBytes {
 		return asking{}, errBadState
 	}

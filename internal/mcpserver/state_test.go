@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // A requestState opens only for the caller and tool it was sealed for,
@@ -19,7 +19,7 @@ func TestRequestStateIsSealedForTheCallerAndTool(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	k := newStateSealer(nil)
 	k.now = func() time.Time { return now }
-	alice := &auth.Identity{Tenant: "acme", Principal: "alice", Method: "jwt"}
+	alice := &identity.Identity{Tenant: "acme", Principal: "alice", Method: "jwt"}
 	a := asking{QuestionID: "q-1", CallID: "c-1", DecisionID: "d-1", Tool: "ask-user", ExpiresAt: "x", Until: now.Add(time.Hour).Unix()}
 	state := k.seal(a, alice)
 	if got, err := k.open(state, alice, "ask-user"); err != nil || got != a {
@@ -35,12 +35,12 @@ func TestRequestStateIsSealedForTheCallerAndTool(t *testing.T) {
 	for name, c := range map[string]struct {
 		k     stateSealer
 		state string
-		id    *auth.Identity
+		id    *identity.Identity
 		tool  string
 	}{
-		"another principal":       {k, state, &auth.Identity{Tenant: "acme", Principal: "bob", Method: "jwt"}, "ask-user"},
-		"another tenant":          {k, state, &auth.Identity{Tenant: "globex", Principal: "alice", Method: "jwt"}, "ask-user"},
-		"another credential kind": {k, state, &auth.Identity{Tenant: "acme", Principal: "alice", Method: "api_key"}, "ask-user"},
+		"another principal":       {k, state, &identity.Identity{Tenant: "acme", Principal: "bob", Method: "jwt"}, "ask-user"},
+		"another tenant":          {k, state, &identity.Identity{Tenant: "globex", Principal: "alice", Method: "jwt"}, "ask-user"},
+		"another credential kind": {k, state, &identity.Identity{Tenant: "acme", Principal: "alice", Method: "api_key"}, "ask-user"},
 		"another tool":            {k, state, alice, "read-file"},
 		"another process":         {other, state, alice, "ask-user"},
 		"payload altered":         {k, flip(len(statePrefix) + 3), alice, "ask-user"},
@@ -74,7 +74,7 @@ func TestRequestStateOpensWhereverTheKeyIsShared(t *testing.T) {
 		return s
 	}
 	a, b, c := sealer(key), sealer(bytes.Clone(key)), sealer(other)
-	alice := &auth.Identity{Tenant: "acme", Principal: "alice", Method: "jwt"}
+	alice := &identity.Identity{Tenant: "acme", Principal: "alice", Method: "jwt"}
 	q := asking{QuestionID: "q-1", CallID: "c-1", DecisionID: "d-1", Tool: "ask-user", ExpiresAt: "x", Until: now.Add(time.Hour).Unix()}
 
 	fromA := a.seal(q, alice)
@@ -94,7 +94,7 @@ func TestRequestStateOpensWhereverTheKeyIsShared(t *testing.T) {
 		t.Fatalf("a random key: %v, want errBadState", err)
 	}
 	// The same key does not lift the other checks.
-	if _, err := b.open(fromA, &auth.Identity{Tenant: "acme", Principal: "bob", Method: "jwt"}, "ask-user"); err == nil {
+	if _, err := b.open(fromA, &identity.Identity{Tenant: "acme", Principal: "bob", Method: "jwt"}, "ask-user"); err == nil {
 		t.Fatal("another principal opened a state at a replica")
 	}
 

@@ -11,8 +11,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // ErrStdioCredential: the token given to ServeStdio does not verify (or
@@ -27,7 +26,7 @@ var ErrStdioCredential = errors.New("mcpserver: the credential does not verify a
 // never sent anywhere. Each tools/call's JSON-RPC id reaches its audit
 // events as over /mcp (stampRequestIDs).
 func (s *Server) ServeStdio(ctx context.Context, token string, in io.ReadCloser, out io.WriteCloser) error {
-	identify := func(ctx context.Context, _ mcp.Request) (*auth.Identity, error) {
+	identify := func(ctx context.Context, _ mcp.Request) (*identity.Identity, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://stdio"+Path, nil)
 		if err != nil {
 			return nil, rpcError(errUnauthenticated)
@@ -37,7 +36,7 @@ func (s *Server) ServeStdio(ctx context.Context, token string, in io.ReadCloser,
 		if err != nil {
 			return nil, rpcError(errUnauthenticated)
 		}
-		return ti.Extra[identityKeyName].(*auth.Identity), nil
+		return ti.Extra[identityKeyName].(*identity.Identity), nil
 	}
 	if _, err := identify(ctx, nil); err != nil {
 		return ErrStdioCredential // before the client hears anything

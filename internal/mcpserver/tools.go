@@ -7,7 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -16,7 +16,7 @@ func marshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
 // listTools is GET /v1/tools for the caller: what the availability
 // policy offers, in declaration order, with the schema prepare enforces.
 // All of it on one page.
-func (s *Server) listTools(ctx context.Context, id *auth.Identity, session string) (*mcp.ListToolsResult, error) {
+func (s *Server) listTools(ctx context.Context, id *identity.Identity, session string) (*mcp.ListToolsResult, error) {
 	tools, err := s.o.Calls.Tools(ctx, id, session)
 	if err != nil {
 		return nil, rpcError(err)
@@ -45,7 +45,7 @@ const (
 // of its kind. An ask-user call may put its question to the caller's
 // user through the client (askUser); the retry that brings a 2026-07-28
 // client's answer runs nothing again (resumeAsk).
-func (s *Server) callTool(ctx context.Context, id *auth.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, id *identity.Identity, call *mcp.CallToolRequest, requestID string) (*mcp.CallToolResult, error) {
 	p := call.Params
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
 		return s.resumeAsk(ctx, id, call, requestID)

@@ -12,8 +12,8 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
@@ -84,14 +84,14 @@ func (p *Pipeline) heldApproval(c *call, h *held, ev *audit.Event, dec decision.
 
 // ApprovalStep is an approver acting on a held call.
 type ApprovalStep struct {
-	Identity *auth.Identity // the approver, verified
-	ID       string         // the approval id
+	Identity *identity.Identity // the approver, verified
+	ID       string             // the approval id
 	Comment  string
 }
 
 // Approvals lists the caller's tenant's approvals (expired ones first move
 // to expired).
-func (p *Pipeline) Approvals(ctx context.Context, id *auth.Identity, f approval.Filter) ([]*approval.Approval, error) {
+func (p *Pipeline) Approvals(ctx context.Context, id *identity.Identity, f approval.Filter) ([]*approval.Approval, error) {
 	if p.o.Approvals == nil {
 		return []*approval.Approval{}, nil
 	}
@@ -106,7 +106,7 @@ func (p *Pipeline) Approvals(ctx context.Context, id *auth.Identity, f approval.
 }
 
 // Approval returns one approval of the caller's tenant.
-func (p *Pipeline) Approval(ctx context.Context, id *auth.Identity, approvalID string) (*approval.Approval, error) {
+func (p *Pipeline) Approval(ctx context.Context, id *identity.Identity, approvalID string) (*approval.Approval, error) {
 	if err := p.expireDue(ctx, id.Tenant); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (p *Pipeline) Approval(ctx context.Context, id *auth.Identity, approvalID s
 
 // CallApproval returns the newest approval of a held call, for its
 // original caller only: anyone else sees ErrApprovalNotFound.
-func (p *Pipeline) CallApproval(ctx context.Context, id *auth.Identity, callID string) (*approval.Approval, error) {
+func (p *Pipeline) CallApproval(ctx context.Context, id *identity.Identity, callID string) (*approval.Approval, error) {
 	if p.o.Approvals == nil {
 		return nil, ErrApprovalNotFound
 	}
@@ -371,14 +371,14 @@ func (p *Pipeline) rebuild(ctx context.Context, a *approval.Approval) (*prepare.
 }
 
 // identityOf reads the caller's identity back from a request document.
-func identityOf(doc map[string]any) (*auth.Identity, error) {
+func identityOf(doc map[string]any) (*identity.Identity, error) {
 	bad := errors.New("stored request document has no valid principal")
 	tenant, _ := doc["tenant"].(string)
 	pr, _ := doc["principal"].(map[string]any)
 	if tenant == "" || pr == nil {
 		return nil, bad
 	}
-	id := &auth.Identity{Tenant: tenant}
+	id := &identity.Identity{Tenant: tenant}
 	if id.Principal, _ = pr["id"].(string); id.Principal == "" {
 		return nil, bad
 	}

@@ -8,7 +8,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // authzHold holds every call; the obligation comes from data.ttl_ms when
@@ -84,7 +84,7 @@ func TestApprovalRunsThePreparedArtifactOfTheHeldCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	bob := &identity.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
 	a, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: resp.Data["approval_id"].(string)})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestApprovalWithoutPolicyFailsClosedAndStaysPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.pl.o.Engine = newFixture(t, nil).pl.o.Engine // no policy loaded
-	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	bob := &identity.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
 	id := resp.Data["approval_id"].(string)
 	if _, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: id}); !errors.Is(err, ErrPolicy) {
 		t.Fatalf("approve without policy: %v", err)
@@ -150,7 +150,7 @@ func TestBatchHoldsApprovalRequiredCallsLikeSingleCalls(t *testing.T) {
 		t.Fatalf("approval ids %v, ran %d", ids, probe.ran.Load())
 	}
 
-	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
+	bob := &identity.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"approver"}}
 	a, err := f.pl.Approve(context.Background(), ApprovalStep{Identity: bob, ID: out.Results[1].Data["approval_id"].(string)})
 	if err != nil {
 		t.Fatal(err)

@@ -10,14 +10,14 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
 // BatchRequest is a batch of calls as the API received it: the parallel
 // tool calls of one model turn.
 type BatchRequest struct {
-	Identity  *auth.Identity
+	Identity  *identity.Identity
 	SessionID string
 	Calls     []BatchCall
 }

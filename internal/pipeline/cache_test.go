@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -85,9 +85,9 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 	_, reg := f.withCache(t)
 	ctx := context.Background()
 
-	base := auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Groups: []string{"g1"},
+	base := identity.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Groups: []string{"g1"},
 		Claims: map[string]any{"team": "red"}, Client: "platform-a"}
-	decide := func(id auth.Identity, tool, session string) string {
+	decide := func(id identity.Identity, tool, session string) string {
 		t.Helper()
 		resp, err := f.pl.Decide(ctx, Request{Identity: &id, Tool: tool, SessionID: session, Arguments: []byte(`{"text":"x"}`)})
 		if err != nil {
@@ -104,7 +104,7 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 		t.Fatalf("availability hits = %d after two equal calls, want 1", hits)
 	}
 
-	with := func(edit func(*auth.Identity)) auth.Identity {
+	with := func(edit func(*identity.Identity)) identity.Identity {
 		id := base
 		id.Roles = append([]string(nil), base.Roles...)
 		id.Groups = append([]string(nil), base.Groups...)
@@ -114,16 +114,16 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 	}
 	variations := []struct {
 		name    string
-		id      auth.Identity
+		id      identity.Identity
 		tool    string
 		session string
 	}{
-		{"another tenant", with(func(id *auth.Identity) { id.Tenant = "globex" }), "probe", "s-1"},
-		{"another principal", with(func(id *auth.Identity) { id.Principal = "bob" }), "probe", "s-1"},
-		{"another role", with(func(id *auth.Identity) { id.Roles = []string{"viewer"} }), "probe", "s-1"},
-		{"another group", with(func(id *auth.Identity) { id.Groups = []string{"g2"} }), "probe", "s-1"},
-		{"another claim", with(func(id *auth.Identity) { id.Claims["team"] = "blue" }), "probe", "s-1"},
-		{"another client", with(func(id *auth.Identity) { id.Client = "platform-b" }), "probe", "s-1"},
+		{"another tenant", with(func(id *identity.Identity) { id.Tenant = "globex" }), "probe", "s-1"},
+		{"another principal", with(func(id *identity.Identity) { id.Principal = "bob" }), "probe", "s-1"},
+		{"another role", with(func(id *identity.Identity) { id.Roles = []string{"viewer"} }), "probe", "s-1"},
+		{"another group", with(func(id *identity.Identity) { id.Groups = []string{"g2"} }), "probe", "s-1"},
+		{"another claim", with(func(id *identity.Identity) { id.Claims["team"] = "blue" }), "probe", "s-1"},
+		{"another client", with(func(id *identity.Identity) { id.Client = "platform-b" }), "probe", "s-1"},
 		{"another session", base, "probe", "s-2"},
 		{"another tool", base, "probe-2", "s-1"},
 	}
@@ -145,7 +145,7 @@ func TestCachedAvailabilityIsPerCallerAndTool(t *testing.T) {
 func TestCachedAvailabilityKeepsChoicesApart(t *testing.T) {
 	f, _, _ := skillFixture(t)
 	_, reg := f.withCache(t)
-	viewer := &auth.Identity{Tenant: "acme", Principal: "p", Roles: []string{"viewer"}}
+	viewer := &identity.Identity{Tenant: "acme", Principal: "p", Roles: []string{"viewer"}}
 	for round := range 2 {
 		specs, err := f.pl.Tools(context.Background(), viewer, "")
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -60,7 +60,7 @@ decision := {"allow": true, "conceal": true, "reasons": ["the owner"]} if input.
 func TestConcealedDenialAnswersLikeAnUnknownTarget(t *testing.T) {
 	locker := newLocker()
 	f := newFixture(t, map[string]string{"a.rego": allowAll, "b.rego": concealPolicy}, locker)
-	bob := &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"developer"}}
+	bob := &identity.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"developer"}}
 	ctx := context.Background()
 	// same compares two answers but for their own ids.
 	same := func(what string, got, want Response) {

@@ -8,8 +8,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/prepare"
 )
 
@@ -22,11 +22,11 @@ var ErrEvalRequest = errors.New("invalid evaluation request")
 // arguments and a principal of the administrator's tenant to impersonate),
 // which is availability-checked and prepared like a real call.
 type EvalRequest struct {
-	Admin     *auth.Identity
+	Admin     *identity.Identity
 	Document  map[string]any // supplied request document; nil for a would-be call
 	Tool      string
 	Arguments []byte
-	As        *auth.Identity // the impersonated principal; Tenant is set from Admin
+	As        *identity.Identity // the impersonated principal; Tenant is set from Admin
 	SessionID string
 	Explain   string
 }

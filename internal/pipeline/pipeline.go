@@ -19,9 +19,9 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/idempotency"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/prepare"
@@ -182,7 +182,7 @@ func New(o Options) *Pipeline {
 // Request is one call as the API received it. Identity is verified; the
 // arguments are raw bytes that only prepare decodes.
 type Request struct {
-	Identity  *auth.Identity
+	Identity  *identity.Identity
 	Tool      string
 	Arguments []byte
 	SessionID string
@@ -217,7 +217,7 @@ type Response struct {
 
 // Spec lists the tools the availability policy offers id, in declaration
 // order.
-func (p *Pipeline) Tools(ctx context.Context, id *auth.Identity, sessionID string) ([]*tools.Spec, error) {
+func (p *Pipeline) Tools(ctx context.Context, id *identity.Identity, sessionID string) ([]*tools.Spec, error) {
 	rev, err := p.revision()
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ type gate struct {
 
 // admit evaluates availability for a tool name. An unknown tool and a
 // hidden tool look the same to the caller; only the audit reason differs.
-func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID, name string) (*gate, error) {
+func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID, name string) (*gate, error) {
 	tool, known := p.o.Registry.Lookup(name)
 	base := p.o.Envs[id.Tenant]
 	if !known || base == nil {
@@ -385,7 +385,7 @@ func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *auth.I
 
 // offeredChoices are the values of a chooser that availability offers the
 // caller, each judged with input.choice.
-func (p *Pipeline) offeredChoices(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, ch tools.Chooser, env *tools.Env) ([]tools.Choice, error) {
+func (p *Pipeline) offeredChoices(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID string, ch tools.Chooser, env *tools.Env) ([]tools.Choice, error) {
 	all, err := ch.Choices(env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: choices of %s: %v", errInternal, ch.Spec().Name, err)
@@ -739,7 +739,7 @@ func (p *Pipeline) revision() (*decision.Revision, error) {
 
 // available evaluates the availability entrypoint for a tool and, for a
 // chooser's value, with that value as input.choice.
-func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *auth.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
+func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
 	key, err := prepare.AvailabilityKey(id, sessionID, s, choice)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", errInternal, err)

@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/invoke"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/store"
@@ -132,7 +132,7 @@ func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixtu
 	return &fixture{pl: pl, policies: pdir, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
 }
 
-var alice = &auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}}
+var alice = &identity.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}}
 
 func (f *fixture) events(t *testing.T, callID string) []*audit.Event {
 	t.Helper()
@@ -323,9 +323,9 @@ func TestEveryOutcomeIsAudited(t *testing.T) {
 		"a.rego": "package toolgate.availability\nallow if input.principal.id == \"alice\"\n",
 		"b.rego": "package toolgate.authz\ndecision := {\"allow\": input.args.text != \"no\", \"reasons\": [\"r\"], \"message\": \"not that\"}\n",
 	}, probe)
-	bob := &auth.Identity{Tenant: "acme", Principal: "bob"}
+	bob := &identity.Identity{Tenant: "acme", Principal: "bob"}
 	cases := []struct {
-		id      *auth.Identity
+		id      *identity.Identity
 		tool    string
 		args    string
 		outcome apiv1.Outcome

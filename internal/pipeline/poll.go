@@ -7,7 +7,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // MaxPollWait bounds how long PollCall waits.
@@ -49,7 +49,7 @@ func (s CallState) expiresAt() time.Time {
 // Options.MaxTenantPolls polls waiting at once in this process: beyond
 // that, a poll with wait > 0 is refused with a *LimitError before it
 // reads anything (a poll without wait never waits and is not counted).
-func (p *Pipeline) PollCall(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (CallState, error) {
+func (p *Pipeline) PollCall(ctx context.Context, id *identity.Identity, callID string, wait time.Duration) (CallState, error) {
 	wait = min(wait, MaxPollWait)
 	if wait > 0 {
 		release, ok := p.polls.acquire(id.Tenant)
@@ -91,7 +91,7 @@ func (p *Pipeline) PollCall(ctx context.Context, id *auth.Identity, callID strin
 }
 
 // callState reads the caller's held call or, failing that, question.
-func (p *Pipeline) callState(ctx context.Context, id *auth.Identity, callID string) (CallState, error) {
+func (p *Pipeline) callState(ctx context.Context, id *identity.Identity, callID string) (CallState, error) {
 	a, err := p.CallApproval(ctx, id, callID)
 	if err == nil {
 		return CallState{Approval: a}, nil

@@ -11,7 +11,7 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/invoke"
 )
 
@@ -74,8 +74,8 @@ func (p *Pipeline) ask(c *call, a asker, auth *authorized, out invoke.Outcome) (
 
 // AnswerStep is someone answering a question.
 type AnswerStep struct {
-	Identity *auth.Identity // the answerer, verified
-	ID       string         // the question id
+	Identity *identity.Identity // the answerer, verified
+	ID       string             // the question id
 	Answer   string
 	// Via and MCPRequestID name the front door the answer came through
 	// when it is not REST ("mcp", and the JSON-RPC id of the tools/call
@@ -192,7 +192,7 @@ func (p *Pipeline) question(ctx context.Context, tenant, id string) (*approval.Q
 // CallQuestion returns the newest question of an ask-user call, for its
 // asker only: anyone else, and everyone once it expired, sees
 // ErrQuestionNotFound.
-func (p *Pipeline) CallQuestion(ctx context.Context, id *auth.Identity, callID string) (*approval.Question, error) {
+func (p *Pipeline) CallQuestion(ctx context.Context, id *identity.Identity, callID string) (*approval.Question, error) {
 	if p.o.Approvals == nil {
 		return nil, ErrQuestionNotFound
 	}

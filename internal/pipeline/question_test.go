@@ -10,7 +10,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools/ask"
 )
 
@@ -43,9 +43,9 @@ func askingFixture(t *testing.T) (*fixture, *clock) {
 }
 
 var (
-	bob      = &auth.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"developer"}}
-	proxy    = &auth.Identity{Tenant: "acme", Principal: "support", Roles: []string{"answerer"}}
-	globexAl = &auth.Identity{Tenant: "globex", Principal: "alice", Roles: []string{"developer", "answerer"}}
+	bob      = &identity.Identity{Tenant: "acme", Principal: "bob", Roles: []string{"developer"}}
+	proxy    = &identity.Identity{Tenant: "acme", Principal: "support", Roles: []string{"answerer"}}
+	globexAl = &identity.Identity{Tenant: "globex", Principal: "alice", Roles: []string{"developer", "answerer"}}
 )
 
 // askQuestion makes an ask-user call as alice and returns the question id.
@@ -99,7 +99,7 @@ func TestAnsweredQuestionIsTheCallsResult(t *testing.T) {
 func TestWhoMayAnswerAQuestion(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		who     *auth.Identity
+		who     *identity.Identity
 		want    error
 		decided string // outcome of the audited second decision, "" for none
 	}{
@@ -144,7 +144,7 @@ func TestAQuestionIsAnsweredOnceAndOnlyWithAnOfferedOption(t *testing.T) {
 	if _, err := f.pl.Answer(context.Background(), AnswerStep{Identity: alice, ID: qid, Answer: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, who := range []*auth.Identity{alice, proxy} {
+	for _, who := range []*identity.Identity{alice, proxy} {
 		if _, err := f.pl.Answer(context.Background(), AnswerStep{Identity: who, ID: qid, Answer: "yes"}); !errors.Is(err, ErrQuestionAnswered) {
 			t.Fatalf("second answer by %s: %v", who.Principal, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/internal/approval"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 )
 
 // Questions lists the tenant's pending questions that id may answer,
@@ -17,7 +17,7 @@ import (
 // does not exist for id, as in Answer. Like the availability check of the
 // tool listing, this read-side decision is not audited: it grants
 // nothing, and Answer takes and audits it again.
-func (p *Pipeline) Questions(ctx context.Context, id *auth.Identity, limit int) ([]*approval.Question, error) {
+func (p *Pipeline) Questions(ctx context.Context, id *identity.Identity, limit int) ([]*approval.Question, error) {
 	out := []*approval.Question{}
 	if p.o.Approvals == nil {
 		return out, nil
@@ -55,7 +55,7 @@ func (p *Pipeline) Questions(ctx context.Context, id *auth.Identity, limit int) 
 }
 
 // answerable is the decision mayAnswer takes, without its audit event.
-func (p *Pipeline) answerable(ctx context.Context, q *approval.Question, id *auth.Identity) (bool, error) {
+func (p *Pipeline) answerable(ctx context.Context, q *approval.Question, id *identity.Identity) (bool, error) {
 	rev, err := p.revision()
 	if err != nil {
 		return false, err
@@ -74,7 +74,7 @@ func (p *Pipeline) answerable(ctx context.Context, q *approval.Question, id *aut
 // answerDocument is the stored request document of q with the answerer
 // in input.answer: what policy decides when someone other than the asker
 // answers.
-func answerDocument(q *approval.Question, id *auth.Identity) map[string]any {
+func answerDocument(q *approval.Question, id *identity.Identity) map[string]any {
 	doc := cloneDoc(q.Document)
 	doc["answer"] = map[string]any{"id": id.Principal, "roles": anyStrings(id.Roles)}
 	return doc

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools/ask"
 )
 
@@ -25,7 +25,7 @@ func TestQuestionsListsWhatTheViewerMayAnswer(t *testing.T) {
 	}
 	before := len(f.events(t, "c1")) + len(f.events(t, "c2"))
 
-	list := func(who *auth.Identity, limit int) []string {
+	list := func(who *identity.Identity, limit int) []string {
 		t.Helper()
 		l, err := f.pl.Questions(context.Background(), who, limit)
 		if err != nil {
@@ -39,7 +39,7 @@ func TestQuestionsListsWhatTheViewerMayAnswer(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		who   *auth.Identity
+		who   *identity.Identity
 		limit int
 		want  []string
 	}{

@@ -11,7 +11,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/skill"
 )
@@ -91,7 +91,7 @@ func TestSkillSchemaIsTheOfferedSkillsPerCaller(t *testing.T) {
 		{[]string{"viewer"}, `"enum":["review"]`},
 	}
 	for _, c := range cases {
-		specs, err := f.pl.Tools(context.Background(), &auth.Identity{Tenant: "acme", Principal: "p", Roles: c.roles}, "")
+		specs, err := f.pl.Tools(context.Background(), &identity.Identity{Tenant: "acme", Principal: "p", Roles: c.roles}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestSkillSchemaIsTheOfferedSkillsPerCaller(t *testing.T) {
 	}
 	// A caller offered no skill is not offered the tool, and its calls
 	// look like calls of an unknown tool.
-	nobody := &auth.Identity{Tenant: "acme", Principal: "p", Roles: []string{"guest"}}
+	nobody := &identity.Identity{Tenant: "acme", Principal: "p", Roles: []string{"guest"}}
 	if specs, _ := f.pl.Tools(context.Background(), nobody, ""); len(specs) != 0 {
 		t.Fatalf("a caller with no skills is offered %v", specs)
 	}
@@ -112,11 +112,11 @@ func TestSkillSchemaIsTheOfferedSkillsPerCaller(t *testing.T) {
 }
 
 func TestSkillCalls(t *testing.T) {
-	viewer := &auth.Identity{Tenant: "acme", Principal: "v", Roles: []string{"viewer"}}
-	dev := &auth.Identity{Tenant: "acme", Principal: "d", Roles: []string{"developer"}}
+	viewer := &identity.Identity{Tenant: "acme", Principal: "v", Roles: []string{"viewer"}}
+	dev := &identity.Identity{Tenant: "acme", Principal: "d", Roles: []string{"developer"}}
 	cases := []struct {
 		name    string
-		id      *auth.Identity
+		id      *identity.Identity
 		skill   string
 		outcome apiv1.Outcome
 		content string
@@ -159,7 +159,7 @@ func TestSkillChangedOnDiskAfterTheDecisionFails(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	viewer := &auth.Identity{Tenant: "acme", Principal: "v", Roles: []string{"viewer"}}
+	viewer := &identity.Identity{Tenant: "acme", Principal: "v", Roles: []string{"viewer"}}
 	resp, err := f.pl.Call(context.Background(), Request{Identity: viewer, Tool: "skill", CallID: "changed", Arguments: []byte(`{"name":"review"}`)})
 	if err != nil {
 		t.Fatal(err)

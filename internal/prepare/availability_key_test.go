@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // availabilityKeyOfInput is the key AvailabilityKey must equal: the
 // policy key of the document availability is evaluated on.
-func availabilityKeyOfInput(t *testing.T, id *auth.Identity, session string, s *tools.Spec, choice map[string]any) [32]byte {
+func availabilityKeyOfInput(t *testing.T, id *identity.Identity, session string, s *tools.Spec, choice map[string]any) [32]byte {
 	t.Helper()
 	doc := AvailabilityInput(id, session, s)
 	if choice != nil {
@@ -59,7 +59,7 @@ func TestAvailabilityKeyIsThePolicyKeyOfTheInput(t *testing.T) {
 		}
 	}
 	for i := range 500 {
-		id := &auth.Identity{Tenant: word(), Principal: word(), Roles: list(), Groups: list(), Client: word(), Claims: claims(), Method: "jwt"}
+		id := &identity.Identity{Tenant: word(), Principal: word(), Roles: list(), Groups: list(), Client: word(), Claims: claims(), Method: "jwt"}
 		s := &tools.Spec{Name: word(), Kind: word(), Effects: list(), Action: word(), Description: word(),
 			Annotations: tools.Annotations{ReadOnly: r.IntN(2) == 0, Destructive: r.IntN(2) == 0, Idempotent: r.IntN(2) == 0, OpenWorld: r.IntN(2) == 0}}
 		if r.IntN(2) == 0 {
@@ -79,7 +79,7 @@ func TestAvailabilityKeyIsThePolicyKeyOfTheInput(t *testing.T) {
 		}
 	}
 	// Invalid UTF-8 cannot be canonical JSON, either way.
-	if _, err := AvailabilityKey(&auth.Identity{Principal: "\xff"}, "", &tools.Spec{}, nil); err == nil {
+	if _, err := AvailabilityKey(&identity.Identity{Principal: "\xff"}, "", &tools.Spec{}, nil); err == nil {
 		t.Fatal("invalid UTF-8 gave a key")
 	}
 }
@@ -89,7 +89,7 @@ func TestAvailabilityKeyIsThePolicyKeyOfTheInput(t *testing.T) {
 // this list changes, and so must AvailabilityKey — or one cache entry
 // would answer callers that differ in it.
 func TestAvailabilityInputMembersAreTheKeyedOnes(t *testing.T) {
-	var id auth.Identity
+	var id identity.Identity
 	var s tools.Spec
 	fillNonZero(reflect.ValueOf(&id).Elem())
 	fillNonZero(reflect.ValueOf(&s).Elem())
@@ -171,7 +171,7 @@ func fillNonZero(v reflect.Value) {
 // BenchmarkAvailabilityKey compares the key written from its parts with
 // the key of the built document (what every call paid before).
 func BenchmarkAvailabilityKey(b *testing.B) {
-	id := &auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Client: "platform-a", Claims: map[string]any{"team": "red"}}
+	id := &identity.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Client: "platform-a", Claims: map[string]any{"team": "red"}}
 	s := &tools.Spec{Name: "read-file", Kind: tools.KindBuiltin, Effects: []string{"fs.read"}, Annotations: tools.Annotations{ReadOnly: true, Idempotent: true}}
 	b.Run("parts", func(b *testing.B) {
 		b.ReportAllocs()

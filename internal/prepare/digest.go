@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/toolgate/toolgate/internal/auth"
 	canonicalpkg "github.com/toolgate/toolgate/internal/canonical"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -104,7 +104,7 @@ func PolicyKey(input map[string]any) ([32]byte, error) {
 // lists, and most answers come from the cache, so the key must not cost a
 // document. Its members and their RFC 8785 order are AvailabilityInput's;
 // a test holds the two together.
-func AvailabilityKey(id *auth.Identity, sessionID string, s *tools.Spec, choice map[string]any) ([32]byte, error) {
+func AvailabilityKey(id *identity.Identity, sessionID string, s *tools.Spec, choice map[string]any) ([32]byte, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	var err error

@@ -1,7 +1,7 @@
 package prepare
 
 import (
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -9,7 +9,7 @@ import (
 const DocumentVersion = 1
 
 // principalValue is the principal object shared by both policy inputs.
-func principalValue(id *auth.Identity) map[string]any {
+func principalValue(id *identity.Identity) map[string]any {
 	claims := map[string]any{}
 	for k, v := range id.Claims {
 		claims[k] = v
@@ -47,7 +47,7 @@ func ToolValue(s *tools.Spec) map[string]any {
 
 // AvailabilityInput is the input of the availability entrypoint: who asks
 // for which tool, without arguments or resources (they are not decoded yet).
-func AvailabilityInput(id *auth.Identity, sessionID string, s *tools.Spec) map[string]any {
+func AvailabilityInput(id *identity.Identity, sessionID string, s *tools.Spec) map[string]any {
 	return map[string]any{
 		"tenant":     id.Tenant,
 		"principal":  principalValue(id),
@@ -59,7 +59,7 @@ func AvailabilityInput(id *auth.Identity, sessionID string, s *tools.Spec) map[s
 
 // requestDocument builds the authorization input (CONTRACT §5) without its
 // digest.
-func requestDocument(id *auth.Identity, sessionID, callID string, s *tools.Spec, plan tools.Plan) map[string]any {
+func requestDocument(id *identity.Identity, sessionID, callID string, s *tools.Spec, plan tools.Plan) map[string]any {
 	res := make([]any, len(plan.Resources))
 	for i, r := range plan.Resources {
 		res[i] = map[string]any(r)

@@ -14,7 +14,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -48,7 +48,7 @@ func New(reg *tools.Registry, opts Options) (*Preparer, error) {
 
 // Call is one call to prepare.
 type Call struct {
-	Identity  *auth.Identity
+	Identity  *identity.Identity
 	SessionID string
 	CallID    string
 	Tool      tools.Tool

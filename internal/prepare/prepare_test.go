@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -65,7 +65,7 @@ func newPreparer(t *testing.T) (*Preparer, tools.Tool) {
 	return p, tool
 }
 
-var alice = &auth.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Client: "platform-a"}
+var alice = &identity.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}, Client: "platform-a"}
 
 func prepareRaw(t *testing.T, raw string) (*Prepared, error) {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/approval"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
@@ -69,9 +69,9 @@ type AskedQuestion struct {
 // questions; the original caller polls its waiting call.
 type Approvals interface {
 	// Approvals lists the tenant's approvals, newest first.
-	Approvals(ctx context.Context, id *auth.Identity, f ApprovalFilter) ([]apiv1.Approval, error)
+	Approvals(ctx context.Context, id *identity.Identity, f ApprovalFilter) ([]apiv1.Approval, error)
 	// Approval is one approval (KindNotFound when it is not the tenant's).
-	Approval(ctx context.Context, id *auth.Identity, approvalID string) (apiv1.Approval, error)
+	Approval(ctx context.Context, id *identity.Identity, approvalID string) (apiv1.Approval, error)
 	// Approve runs the held call as it was decided and answers with the
 	// approval as it stands afterwards. KindForbidden: policy does not
 	// let this approver decide it; KindConflict: decided or expired.
@@ -85,14 +85,14 @@ type Approvals interface {
 	// Questions lists the tenant's pending ask-user questions that id may
 	// answer (its own, and others' that policy lets it answer), newest
 	// first. Any other question does not exist for id, as in Answer.
-	Questions(ctx context.Context, id *auth.Identity, f QuestionFilter) ([]PendingQuestion, error)
+	Questions(ctx context.Context, id *identity.Identity, f QuestionFilter) ([]PendingQuestion, error)
 	// CallStatus is what the caller of a held or ask-user call learns of
 	// it, waiting up to wait (at most MaxPollWait) while it is pending.
-	CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
+	CallStatus(ctx context.Context, id *identity.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error)
 	// CallQuestion is the question of the caller's own ask-user call:
 	// only its asker gets it; anyone else, and everyone once it expired,
 	// gets KindNotFound.
-	CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error)
+	CallQuestion(ctx context.Context, id *identity.Identity, callID string) (AskedQuestion, error)
 }
 
 // NewApprovals is the Approvals service over a pipeline.
@@ -137,7 +137,7 @@ func approvalError(err error) *Error {
 	return callError(err)
 }
 
-func (s approvals) Approvals(ctx context.Context, id *auth.Identity, f ApprovalFilter) ([]apiv1.Approval, error) {
+func (s approvals) Approvals(ctx context.Context, id *identity.Identity, f ApprovalFilter) ([]apiv1.Approval, error) {
 	l, err := s.p.Approvals(ctx, id, f)
 	if err != nil {
 		return nil, approvalError(err)
@@ -149,7 +149,7 @@ func (s approvals) Approvals(ctx context.Context, id *auth.Identity, f ApprovalF
 	return out, nil
 }
 
-func (s approvals) Approval(ctx context.Context, id *auth.Identity, approvalID string) (apiv1.Approval, error) {
+func (s approvals) Approval(ctx context.Context, id *identity.Identity, approvalID string) (apiv1.Approval, error) {
 	a, err := s.p.Approval(ctx, id, approvalID)
 	if err != nil {
 		return apiv1.Approval{}, approvalError(err)
@@ -194,7 +194,7 @@ func (s approvals) Answer(ctx context.Context, st AnswerStep) (apiv1.Question, e
 	}, nil
 }
 
-func (s approvals) Questions(ctx context.Context, id *auth.Identity, f QuestionFilter) ([]PendingQuestion, error) {
+func (s approvals) Questions(ctx context.Context, id *identity.Identity, f QuestionFilter) ([]PendingQuestion, error) {
 	l, err := s.p.Questions(ctx, id, f.Limit)
 	if err != nil {
 		return nil, callError(err)
@@ -211,7 +211,7 @@ func (s approvals) Questions(ctx context.Context, id *auth.Identity, f QuestionF
 	return out, nil
 }
 
-func (s approvals) CallStatus(ctx context.Context, id *auth.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
+func (s approvals) CallStatus(ctx context.Context, id *identity.Identity, callID string, wait time.Duration) (apiv1.CallStatus, error) {
 	st, err := s.p.PollCall(ctx, id, callID, wait)
 	switch {
 	case errors.Is(err, pipeline.ErrCallNotFound):
@@ -250,7 +250,7 @@ func questionStatus(q *approval.Question) apiv1.CallStatus {
 	return body
 }
 
-func (s approvals) CallQuestion(ctx context.Context, id *auth.Identity, callID string) (AskedQuestion, error) {
+func (s approvals) CallQuestion(ctx context.Context, id *identity.Identity, callID string) (AskedQuestion, error) {
 	q, err := s.p.CallQuestion(ctx, id, callID)
 	switch {
 	case errors.Is(err, pipeline.ErrQuestionNotFound):

@@ -8,7 +8,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
@@ -32,35 +32,35 @@ type ExportRequest struct {
 type Audit interface {
 	// Events is one page of events, newest first. KindInvalid: a cursor
 	// of other filters or tenant, or from after to.
-	Events(ctx context.Context, id *auth.Identity, f AuditFilter) (apiv1.AuditEventPage, error)
+	Events(ctx context.Context, id *identity.Identity, f AuditFilter) (apiv1.AuditEventPage, error)
 	// Event is one event (KindNotFound).
-	Event(ctx context.Context, id *auth.Identity, eventID string) (*apiv1.AuditEvent, error)
+	Event(ctx context.Context, id *identity.Identity, eventID string) (*apiv1.AuditEvent, error)
 	// Verify recomputes the tenant's hash chain.
-	Verify(ctx context.Context, id *auth.Identity) (VerifyResult, error)
+	Verify(ctx context.Context, id *identity.Identity) (VerifyResult, error)
 	// Export calls emit with the events of the range, oldest first, batch
 	// by batch (at most 1000 at a time), each as the value to encode on
 	// its own line: the event, or its OPA decision-log form. An error
 	// emit returns ends the export and is returned as is. KindInvalid: a
 	// format that is neither, or from after to (before any emit).
-	Export(ctx context.Context, id *auth.Identity, req ExportRequest, emit func([]any) error) error
+	Export(ctx context.Context, id *identity.Identity, req ExportRequest, emit func([]any) error) error
 	// Checkpoint is the tenant's latest signed checkpoint note.
 	// KindUnavailable with RetryAfter: none signed yet.
-	Checkpoint(ctx context.Context, id *auth.Identity) ([]byte, error)
+	Checkpoint(ctx context.Context, id *identity.Identity) ([]byte, error)
 	// VerifierKey is the checkpoints' note verifier key.
 	VerifierKey(ctx context.Context) (string, error)
 	// InclusionProof proves an event at a tree size (KindNotFound,
 	// KindInvalid for a size out of range).
-	InclusionProof(ctx context.Context, id *auth.Identity, eventID string, size uint64) (apiv1.InclusionProof, error)
+	InclusionProof(ctx context.Context, id *identity.Identity, eventID string, size uint64) (apiv1.InclusionProof, error)
 	// ConsistencyProof proves the tree of size to extends that of from.
-	ConsistencyProof(ctx context.Context, id *auth.Identity, from, to uint64) (apiv1.ConsistencyProof, error)
+	ConsistencyProof(ctx context.Context, id *identity.Identity, from, to uint64) (apiv1.ConsistencyProof, error)
 	// VerifyCheckpoint checks the log against a checkpoint an auditor
 	// saved (KindInvalid: it does not open with the keys).
-	VerifyCheckpoint(ctx context.Context, id *auth.Identity, note []byte) (any, error)
+	VerifyCheckpoint(ctx context.Context, id *identity.Identity, note []byte) (any, error)
 	// ProveEvent checks that ev, exactly as given (an event of Event or
 	// Events), is in the tenant's log as its latest signed checkpoint
 	// commits to. Not being able to tell yet is a status, not an error;
 	// KindNotFound: ev is not of id's tenant.
-	ProveEvent(ctx context.Context, id *auth.Identity, ev *apiv1.AuditEvent) (EventProof, error)
+	ProveEvent(ctx context.Context, id *identity.Identity, ev *apiv1.AuditEvent) (EventProof, error)
 }
 
 // Prover serves a tenant's audit log as a transparency log: signed
@@ -122,7 +122,7 @@ func (s auditQueries) unavailable(what string, err error) *Error {
 	return errAuditUnavailable(err)
 }
 
-func (s auditQueries) Events(ctx context.Context, id *auth.Identity, f AuditFilter) (apiv1.AuditEventPage, error) {
+func (s auditQueries) Events(ctx context.Context, id *identity.Identity, f AuditFilter) (apiv1.AuditEventPage, error) {
 	page, err := s.o.Log.Query(ctx, id.Tenant, f)
 	if err != nil {
 		if errors.Is(err, audit.ErrBadCursor) || errors.Is(err, audit.ErrBadFilter) {
@@ -138,7 +138,7 @@ func (s auditQueries) Events(ctx context.Context, id *auth.Identity, f AuditFilt
 	return apiv1.AuditEventPage{Events: events, NextCursor: page.NextCursor}, nil
 }
 
-func (s auditQueries) Event(ctx context.Context, id *auth.Identity, eventID string) (*apiv1.AuditEvent, error) {
+func (s auditQueries) Event(ctx context.Context, id *identity.Identity, eventID string) (*apiv1.AuditEvent, error) {
 	ev, err := s.o.Log.Get(ctx, id.Tenant, eventID)
 	switch {
 	case errors.Is(err, audit.ErrNotFound):
@@ -149,7 +149,7 @@ func (s auditQueries) Event(ctx context.Context, id *auth.Identity, eventID stri
 	return ev, nil
 }
 
-func (s auditQueries) Verify(ctx context.Context, id *auth.Identity) (VerifyResult, error) {
+func (s auditQueries) Verify(ctx context.Context, id *identity.Identity) (VerifyResult, error) {
 	res, err := s.o.Log.Verify(ctx, id.Tenant)
 	if err != nil {
 		return res, s.unavailable("verify", err)
@@ -157,7 +157,7 @@ func (s auditQueries) Verify(ctx context.Context, id *auth.Identity) (VerifyResu
 	return res, nil
 }
 
-func (s auditQueries) Export(ctx context.Context, id *auth.Identity, req ExportRequest, emit func([]any) error) error {
+func (s auditQueries) Export(ctx context.Context, id *identity.Identity, req ExportRequest, emit func([]any) error) error {
 	f := audit.Filter{From: req.From, To: req.To}
 	switch req.Format {
 	case apiv1.ExportNDJSON:
@@ -212,7 +212,7 @@ func (s auditQueries) proofError(what string, err error) *Error {
 	return s.unavailable(what, err)
 }
 
-func (s auditQueries) Checkpoint(ctx context.Context, id *auth.Identity) ([]byte, error) {
+func (s auditQueries) Checkpoint(ctx context.Context, id *identity.Identity) ([]byte, error) {
 	p, err := s.prover()
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (s auditQueries) VerifierKey(context.Context) (string, error) {
 	return p.VerifierKey(), nil
 }
 
-func (s auditQueries) InclusionProof(ctx context.Context, id *auth.Identity, eventID string, size uint64) (apiv1.InclusionProof, error) {
+func (s auditQueries) InclusionProof(ctx context.Context, id *identity.Identity, eventID string, size uint64) (apiv1.InclusionProof, error) {
 	p, err := s.prover()
 	if err != nil {
 		return apiv1.InclusionProof{}, err
@@ -249,7 +249,7 @@ func (s auditQueries) InclusionProof(ctx context.Context, id *auth.Identity, eve
 	return apiv1.InclusionProof(proof), nil
 }
 
-func (s auditQueries) ConsistencyProof(ctx context.Context, id *auth.Identity, from, to uint64) (apiv1.ConsistencyProof, error) {
+func (s auditQueries) ConsistencyProof(ctx context.Context, id *identity.Identity, from, to uint64) (apiv1.ConsistencyProof, error) {
 	p, err := s.prover()
 	if err != nil {
 		return apiv1.ConsistencyProof{}, err
@@ -264,7 +264,7 @@ func (s auditQueries) ConsistencyProof(ctx context.Context, id *auth.Identity, f
 	return apiv1.ConsistencyProof(proof), nil
 }
 
-func (s auditQueries) VerifyCheckpoint(ctx context.Context, id *auth.Identity, note []byte) (any, error) {
+func (s auditQueries) VerifyCheckpoint(ctx context.Context, id *identity.Identity, note []byte) (any, error) {
 	p, err := s.prover()
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/pipeline"
 )
 
@@ -29,7 +29,7 @@ type BatchCall = pipeline.BatchCall
 type Calls interface {
 	// Tools is what the availability policy offers id, in declaration
 	// order, with the schema prepare enforces.
-	Tools(ctx context.Context, id *auth.Identity, sessionID string) ([]apiv1.Tool, error)
+	Tools(ctx context.Context, id *identity.Identity, sessionID string) ([]apiv1.Tool, error)
 	// Call decides and, when allowed, runs one call. A refused or failed
 	// call is a result (outcome), not an error; the error kinds are
 	// KindRateLimited and KindPermanent (audited: CallID and DecisionID
@@ -62,7 +62,7 @@ func NewCalls(p *pipeline.Pipeline) Calls { return calls{p} }
 
 type calls struct{ p *pipeline.Pipeline }
 
-func (s calls) Tools(ctx context.Context, id *auth.Identity, sessionID string) ([]apiv1.Tool, error) {
+func (s calls) Tools(ctx context.Context, id *identity.Identity, sessionID string) ([]apiv1.Tool, error) {
 	specs, err := s.p.Tools(ctx, id, sessionID)
 	if err != nil {
 		return nil, callError(err)

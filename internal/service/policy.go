@@ -13,8 +13,8 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/replay"
 )
@@ -35,7 +35,7 @@ type ReplayChange = replay.Change
 // Changes asks the report to list up to that many changed decisions
 // one by one (ReplayReport.Changes, newest first).
 type ReplayRequest struct {
-	Admin    *auth.Identity
+	Admin    *identity.Identity
 	Shadow   bool
 	Modules  map[string]string
 	Data     map[string]any
@@ -51,7 +51,7 @@ const MaxReplayChanges = 1000
 // between From and To (zero: unbounded), reading at most Max decision
 // events, newest first (0 or more than MaxShadowEvents: MaxShadowEvents).
 type ShadowRequest struct {
-	Admin    *auth.Identity
+	Admin    *identity.Identity
 	From, To time.Time
 	Max      int
 }

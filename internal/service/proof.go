@@ -8,7 +8,7 @@ import (
 
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
@@ -45,7 +45,7 @@ type EventProof struct {
 // functions an auditor's tools use (tlog.Verifier.Open,
 // tlog.VerifyInclusion), so that a page can say "verified against
 // checkpoint N" of exactly the event it shows.
-func (s auditQueries) ProveEvent(ctx context.Context, id *auth.Identity, ev *apiv1.AuditEvent) (EventProof, error) {
+func (s auditQueries) ProveEvent(ctx context.Context, id *identity.Identity, ev *apiv1.AuditEvent) (EventProof, error) {
 	if ev == nil || ev.Tenant != id.Tenant {
 		return EventProof{}, &Error{Kind: KindNotFound, Message: "no such event"}
 	}

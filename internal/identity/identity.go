@@ -1,9 +1,21 @@
-// Package auth turns a bearer credential into a verified Identity. Tenant,
-// principal, roles and groups come only from the credential; nothing in a
-// request body is ever a second source of identity.
-package auth
+// Package identity holds who is calling, as a credential proved it, and the
+// roles the gateway's own services check. It is a leaf: every layer (front
+// doors, services, pipeline, tools) names an Identity without compiling
+// against authentication or configuration.
+package identity
 
 import "time"
+
+// The roles the gateway's services check themselves (besides what policy
+// decides from input.principal.roles).
+const (
+	// RoleAuditor reads and verifies the audit log.
+	RoleAuditor = "auditor"
+	// RoleApprover decides held calls and answers questions of others.
+	RoleApprover = "approver"
+	// RolePolicyAdmin evaluates, replays and inspects policy.
+	RolePolicyAdmin = "policy-admin"
+)
 
 // Identity is who is calling, as proven by a credential.
 type Identity struct {
@@ -21,6 +33,9 @@ type Identity struct {
 
 // HasRole reports whether the identity holds role.
 func (id *Identity) HasRole(role string) bool {
+	if id == nil {
+		return false
+	}
 	for _, r := range id.Roles {
 		if r == role {
 			return true
