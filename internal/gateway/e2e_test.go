@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"net/http"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/golang-jwt/jwt/v5"
-	"net/http"
 )
 
 func TestWalkThroughFromTheReadme(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/invoke"
+	"github.com/toolgate/toolgate/internal/lifecycle"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/pipeline"
@@ -354,76 +355,50 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 
 // background starts what runs beside a front door while the gateway
 // serves (policy watchers, retention, approval expiry, key pruning, MCP
-// upstream refreshes, pprof); the returned function stops all of it and
-// waits, in reverse order.
+// upstream refreshes, pprof) as runners of one group; the returned
+// function stops all of it and waits, so that nothing runs on once the
+// front door has stopped and Close closes what the runners use.
 func (g *Gateway) background(ctx context.Context) (func(), error) {
-	var stops []func()
-	stopAll := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
+	runners, err := g.runners()
+	if err != nil {
+		return nil, err
 	}
+	return lifecycle.Start(ctx, g.log, runners...).Stop, nil
+}
+
+// runners lists the gateway's background work for its configuration.
+func (g *Gateway) runners() ([]lifecycle.Runner, error) {
+	var rs []lifecycle.Runner
 	if g.cfg.Policy.WatchEnabled() {
-		go func() {
-			if err := g.engine.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				g.log.Error("policy watcher stopped", "err", err)
-			}
-		}()
+		rs = append(rs, lifecycle.Runner{Name: "policy watcher", Run: g.engine.Watch})
 		if g.shadow != nil {
-			go func() {
-				if err := g.shadow.Engine().Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
-					g.log.Error("shadow policy watcher stopped", "err", err)
-				}
-			}()
+			rs = append(rs, lifecycle.Runner{Name: "shadow policy watcher", Run: g.shadow.Engine().Watch})
 		}
 	}
 	if r := g.cfg.Audit.Retention; r > 0 {
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			g.runRetention(rctx, r)
-		}()
-		// Stopped before Serve returns, so that Close never closes the
-		// store under a prune.
-		stops = append(stops, func() { stop(); <-done })
+		rs = append(rs, lifecycle.Every("audit retention", pruneInterval(r), func(ctx context.Context) {
+			g.pruneAudit(ctx, time.Now().Add(-r))
+		}))
 	}
-	{
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			g.sweepApprovals(sctx)
-		}()
-		stops = append(stops, func() { stop(); <-done })
-	}
-	{
-		kctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			g.pruneKeysEvery(kctx, keyPruneInterval(g.cfg.Limits.IdempotencyTTL))
-		}()
-		stops = append(stops, func() { stop(); <-done })
-	}
+	rs = append(rs,
+		lifecycle.Every("held-call expiry", approvalSweep, g.sweepApprovals),
+		lifecycle.Every("idempotency key pruning", keyPruneInterval(g.cfg.Limits.IdempotencyTTL), func(ctx context.Context) {
+			g.pruneKeys(ctx, time.Now())
+		}))
 	for _, m := range g.mcp {
-		mctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			m.u.Run(mctx, m.refresh)
-		}()
-		stops = append(stops, func() { stop(); <-done })
+		rs = append(rs, lifecycle.Runner{Name: "MCP upstream " + m.u.Namespace() + " refresh", Run: func(ctx context.Context) error {
+			m.u.Run(ctx, m.refresh)
+			return nil
+		}})
 	}
 	if addr := g.cfg.Debug.PprofListen; addr != "" {
-		stop, err := g.servePprof(addr)
+		r, err := g.pprofRunner(addr)
 		if err != nil {
-			stopAll()
 			return nil, err
 		}
-		stops = append(stops, stop)
+		rs = append(rs, r)
 	}
-	return stopAll, nil
+	return rs, nil
 }
 
 // ServeStdio serves one local MCP client over in and out (`gateway mcp

@@ -33,22 +33,6 @@ func keyPruneInterval(ttl time.Duration) time.Duration {
 	return max(min(ttl/10, time.Hour), time.Second)
 }
 
-// pruneKeysEvery deletes expired idempotency keys once at start and then
-// every interval, until ctx ends. Every replica runs it; the deletes of
-// replicas do not conflict (each deletes what has expired).
-func (g *Gateway) pruneKeysEvery(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		g.pruneKeys(ctx, time.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // pruneKeys deletes the idempotency keys expired at now; a failure is
 // logged and retried next time.
 func (g *Gateway) pruneKeys(ctx context.Context, now time.Time) {

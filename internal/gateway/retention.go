@@ -12,22 +12,6 @@ func pruneInterval(retention time.Duration) time.Duration {
 	return min(retention/10, time.Hour)
 }
 
-// runRetention prunes the audit log of events older than retention once
-// at start and then every pruneInterval, until ctx ends. Every replica
-// runs it; the stores serialize concurrent prunes of one chain.
-func (g *Gateway) runRetention(ctx context.Context, retention time.Duration) {
-	tick := time.NewTicker(pruneInterval(retention))
-	defer tick.Stop()
-	for {
-		g.pruneAudit(ctx, time.Now().Add(-retention))
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
 // pruneAudit deletes the audit events older than cutoff. Log.Prune logs
 // what it removed and refused; a failure is logged and retried next time.
 func (g *Gateway) pruneAudit(ctx context.Context, cutoff time.Time) {

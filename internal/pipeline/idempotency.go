@@ -343,7 +343,16 @@ func (p *Pipeline) keyWrite(c *call, what string, op func(context.Context) error
 	}
 	p.o.Logger.Error("idempotency key not "+what+"; retrying", "tenant", tenant, "call_id", callID,
 		"decision_id", decisionID, "err", err)
+	p.retryMu.Lock()
+	if p.closed {
+		p.retryMu.Unlock()
+		wake()
+		return
+	}
+	p.retries.Add(1)
+	p.retryMu.Unlock()
 	go func() {
+		defer p.retries.Done()
 		defer wake()
 		delay := 100 * time.Millisecond
 		for {
@@ -372,6 +381,12 @@ func (p *Pipeline) keyWrite(c *call, what string, op func(context.Context) error
 }
 
 // Close stops the pipeline's background work (writes of idempotency keys
-// retried after a store failure). The gateway calls it before it closes
-// the stores.
-func (p *Pipeline) Close() { p.stop() }
+// retried after a store failure) and waits for it to end. The gateway
+// calls it before it closes the stores, which the retries use.
+func (p *Pipeline) Close() {
+	p.retryMu.Lock()
+	p.closed = true
+	p.retryMu.Unlock()
+	p.stop()
+	p.retries.Wait()
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -123,7 +124,12 @@ type Pipeline struct {
 	keyWaits waiters
 	life     context.Context // ends at Close
 	stop     context.CancelFunc
-	polls    tenantCounter // long polls waiting, per tenant
+	// Idempotency key writes retried in the background; Close waits for
+	// them. retryMu orders a retry's start with Close.
+	retryMu sync.Mutex
+	closed  bool
+	retries sync.WaitGroup
+	polls   tenantCounter // long polls waiting, per tenant
 	// pending serializes, per tenant, the approvals.max_pending check
 	// with the commit of the held call or question it admits.
 	pending tenantLocks

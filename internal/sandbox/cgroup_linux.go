@@ -44,11 +44,14 @@ const MechanismCgroupMemory = "cgroup-memory"
 // holds one cgroup per running jail.
 const cgroupParent = "toolgate-jails"
 
+// cgroupSeq numbers the jails' cgroups of this process, across Jailers (a
+// closed Jailer may leave a cgroup its jail has not left yet).
+var cgroupSeq atomic.Uint64
+
 type memCgroups struct {
 	dir   string // .../memory/<own path>/toolgate-jails
 	swap  bool   // memory.memsw.limit_in_bytes exists
 	owner string // this gateway process: "pid.start"
-	seq   atomic.Uint64
 }
 
 // findMemCgroups locates the gateway's cgroup v1 memory controller and
@@ -186,7 +189,7 @@ type jailCgroup struct {
 
 // create makes a cgroup limited to bytes of memory (and of memory+swap).
 func (m *memCgroups) create(bytes int64) (*jailCgroup, error) {
-	name := fmt.Sprintf("j%s-%d", m.owner, m.seq.Add(1))
+	name := fmt.Sprintf("j%s-%d", m.owner, cgroupSeq.Add(1))
 	dir := filepath.Join(m.dir, name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: creating the jail's cgroup: %v", errnoText(err))
@@ -269,50 +272,63 @@ func killCgroup(dir string) {
 
 // removeWhenEmpty removes the cgroup once the kernel has taken the jail's
 // last process out of it (the init just exited; the rest of its PID
-// namespace is being killed), trying for a bounded time in the
-// background; the start-up sweep removes what is left.
-func (cg *jailCgroup) removeWhenEmpty() {
+// namespace is being killed), trying for a bounded time in the background
+// (bg's); the start-up sweep removes what is left.
+func (cg *jailCgroup) removeWhenEmpty(bg *cleanups) {
 	if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
 		return
 	}
-	go func() {
-		delay := 10 * time.Millisecond
-		for i := 0; i < 12; i++ {
-			time.Sleep(delay)
-			if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
-				return
-			}
-			if delay < time.Second {
-				delay *= 2
-			}
-		}
-	}()
+	bg.run(func() { cg.retryRemove(bg, 12) })
 }
 
-// removeAfter waits for the process pid (the jail's init) to exit, then
-// removes the cgroup once the kernel has taken the jail's other processes
-// out of it. It does not reap pid.
-func (cg *jailCgroup) removeAfter(pid int) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err == nil {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
-		unix.Close(fd)
-	}
+// retryRemove tries to remove the cgroup up to tries times, backing off
+// from 10 ms to 1 s. When bg stops (the Jailer closes, its lifeline ends
+// every jail), it tries every 10 ms for at most closingRemoval instead.
+func (cg *jailCgroup) retryRemove(bg *cleanups, tries int) {
 	delay := 10 * time.Millisecond
-	for i := 0; i < 40; i++ {
+	for i := 0; i < tries; i++ {
 		if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
 			return
 		}
-		time.Sleep(delay)
+		if !bg.wait(delay) {
+			break
+		}
 		if delay < time.Second {
 			delay *= 2
 		}
 	}
+	if !bg.closing() {
+		return // given up: the next start's sweep removes it
+	}
+	for end := time.Now().Add(closingRemoval); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if err := cg.remove(); err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+	}
+}
+
+// closingRemoval bounds how long a closing Jailer waits for the kernel to
+// empty a jail's cgroup; what is left, the next start's sweep removes.
+const closingRemoval = 2 * time.Second
+
+// removeAfter waits (in bg) for the process pid (the jail's init) to exit,
+// then removes the cgroup once the kernel has taken the jail's other
+// processes out of it. It does not reap pid. When bg stops first, it makes
+// one attempt and returns.
+func (cg *jailCgroup) removeAfter(bg *cleanups, pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	bg.run(func() {
+		if err == nil {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(bg.quitR.Fd()), Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
+					break
+				}
+			}
+			unix.Close(fd)
+		}
+		cg.retryRemove(bg, 40)
+	})
 }
 
 // moveToCgroup moves process pid (all its threads) into the cgroup whose

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -685,5 +686,62 @@ while True:
 	t.Logf("weight 1000: %d, weight 100: %d (%.1f×)", heavy, light, float64(heavy)/float64(max(1, light)))
 	if heavy < 3*light {
 		t.Errorf("weight 1000 counted %d, weight 100 %d: the CPU is not shared by weight", heavy, light)
+	}
+}
+
+// Closing a Jailer waits for the cgroup removals it started: a removal
+// blocked on a jail that is still running (an MCP upstream's, say) wakes
+// and ends before Close returns, so a closed gateway leaves no goroutine
+// behind (the start-up sweep removes what it did not finish).
+func TestJailerCloseWaitsForItsCleanups(t *testing.T) {
+	j, st, err := NewJailer(JailerOptions{Env: append(os.Environ(), envHelper+"=1")})
+	if err != nil {
+		t.Fatalf("NewJailer: %v", err)
+	}
+	if st.Memory != MemoryPerJail {
+		j.Close()
+		t.Fatalf("this test needs per-jail memory cgroups (root, cgroup v1 memory): %s", st.MemoryReason)
+	}
+	w := newJailWorkspace(t)
+	fifo := filepath.Join(w.ws, "hold")
+	sandboxtest.MakeFIFO(t, fifo)
+	progs := lookPaths(t, "cat")
+	cmd := exec.Command(progs[0], "hold")
+	cmd.Dir = w.ws
+	cmd.Env = append(os.Environ(), envHelper+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	release, err := j.Wrap(cmd, Jail{Workspace: w.ws, Programs: progs, Limits: Limits{MemoryBytes: 64 << 20}})
+	if err != nil {
+		t.Fatalf("Wrap: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer cmd.Wait()
+	release() // the cgroup's removal now waits for the jail to end
+	// The jailed cat is running once it holds the FIFO open; the writer
+	// kept open here keeps it reading until its jail ends.
+	var hold *os.File
+	for hold == nil {
+		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			hold = os.NewFile(uintptr(fd), fifo)
+		case errors.Is(err, syscall.ENXIO):
+			time.Sleep(time.Millisecond)
+		default:
+			t.Fatal(err)
+		}
+	}
+	defer hold.Close()
+	if err := j.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// Checked at once: Close must have waited, not merely have started
+	// what ends later.
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, "(*jailCgroup).") || strings.Contains(stacks, "(*cleanups).") {
+		t.Fatalf("a cleanup of the closed Jailer is still running:\n%s", stacks)
 	}
 }

@@ -33,6 +33,7 @@ type Jailer struct {
 	lifeR, lifeW *os.File
 	owner        string // this gateway process, for the start-up sweep
 	status       JailStatus
+	bg           *cleanups // cgroup removals after a jail ends; Close waits for them
 }
 
 // NewJailer prepares jails and proves they work by running /bin/true in
@@ -76,6 +77,10 @@ func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
 		return fail("cannot open the helper binary: %v", errnoText(err))
 	}
 	j := &Jailer{self: f, root: os.Geteuid() == 0, planner: planner}
+	if j.bg, err = newCleanups(); err != nil {
+		f.Close()
+		return fail("cannot create a pipe: %v", errnoText(err))
+	}
 	j.uid, j.gid = os.Getuid(), os.Getgid()
 	if j.root {
 		j.uid, j.gid = o.UID, o.GID
@@ -87,7 +92,7 @@ func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
 		}
 	}
 	if j.lifeR, j.lifeW, err = os.Pipe(); err != nil {
-		f.Close()
+		j.Close()
 		return fail("cannot create the jails' lifeline: %v", errnoText(err))
 	}
 	if j.owner, err = processID(os.Getpid()); err != nil {
@@ -137,6 +142,9 @@ func (j *Jailer) UID() (uid, gid int) { return j.uid, j.gid }
 // running ends.
 func (j *Jailer) Close() error {
 	var errs []error
+	if j.bg != nil {
+		j.bg.stop()
+	}
 	for _, f := range []*os.File{j.self, j.lifeW, j.lifeR} {
 		if f != nil {
 			errs = append(errs, f.Close())
@@ -221,12 +229,12 @@ func (j *Jailer) Start(job Job) (*Running, error) {
 		return nil, fmt.Errorf("sandbox: starting the helper: %v", errnoText(err))
 	}
 	r := &Running{cmd: cmd, done: make(chan struct{})}
-	go r.collect(diagR, cg)
+	go r.collect(diagR, cg, j.bg)
 	return r, nil
 }
 
 // collect reads the diagnostic pipe, waits for stage 1 and builds Exit.
-func (r *Running) collect(diagR *os.File, cg *jailCgroup) {
+func (r *Running) collect(diagR *os.File, cg *jailCgroup, bg *cleanups) {
 	defer close(r.done)
 	var buf bytes.Buffer
 	read := make(chan struct{})
@@ -243,7 +251,7 @@ func (r *Running) collect(diagR *os.File, cg *jailCgroup) {
 	}
 	diagR.Close()
 	if cg != nil {
-		cg.removeWhenEmpty()
+		cg.removeWhenEmpty(bg)
 	}
 	r.exit = parseExit(err, buf.Bytes())
 }
@@ -555,7 +563,7 @@ func (j *Jailer) Wrap(cmd *exec.Cmd, jl Jail) (release func(), err error) {
 		once.Do(func() {
 			if cg := rel(); cg != nil {
 				if cmd.Process != nil {
-					go cg.removeAfter(cmd.Process.Pid)
+					cg.removeAfter(j.bg, cmd.Process.Pid)
 				} else {
 					_ = cg.remove()
 				}

@@ -59,6 +59,6 @@ func StartLandlock(job Job, p Policy, self string) (*Running, error) {
 		return nil, fmt.Errorf("sandbox: starting the helper: %v", errnoText(err))
 	}
 	r := &Running{cmd: cmd, group: true, done: make(chan struct{})}
-	go r.collect(diagR, nil)
+	go r.collect(diagR, nil, nil)
 	return r, nil
 }
