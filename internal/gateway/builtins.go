@@ -2,12 +2,9 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/ask"
 	"github.com/toolgate/toolgate/internal/tools/fetch"
@@ -17,49 +14,57 @@ import (
 	"github.com/toolgate/toolgate/internal/tools/workspace"
 )
 
+// module is what a tool family (built-in, upstream, MCP) provisions: its
+// tools, and what the gateway closes, in reverse order, when it closes.
+type module struct {
+	tools   []tools.Tool
+	closers []func() error
+}
+
 // family is a group of built-in tools that share state (a store, a
-// process supervisor). It is only started when one of its tools is
+// process supervisor). It is only provisioned when one of its tools is
 // configured.
 type family struct {
-	names []string
-	start func(ctx context.Context, g *Gateway) ([]tools.Tool, error)
+	names     []string
+	provision func(ctx context.Context, g *Gateway) (module, error)
 }
 
 var families = []family{
 	{
 		names: []string{"read-file", "write-file", "edit-file", "glob", "grep"},
-		start: func(context.Context, *Gateway) ([]tools.Tool, error) { return workspace.Tools(), nil },
+		provision: func(context.Context, *Gateway) (module, error) {
+			return module{tools: workspace.Tools()}, nil
+		},
 	},
 	{
 		names: []string{"fetch"},
-		start: func(context.Context, *Gateway) ([]tools.Tool, error) {
-			return []tools.Tool{fetch.New(fetch.Options{})}, nil
+		provision: func(context.Context, *Gateway) (module, error) {
+			return module{tools: []tools.Tool{fetch.New(fetch.Options{})}}, nil
 		},
 	},
 	{
 		names: []string{"bash", "process-output", "process-input", "process-stop"},
-		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
-			withheld := g.startJail()
-			opts := shell.Options{Runner: g.commandRunner(), Logger: g.log, Withheld: withheld}
-			sh, err := shell.New(opts)
+		provision: func(_ context.Context, g *Gateway) (module, error) {
+			withheld := g.jail.start()
+			sh, err := shell.New(shell.Options{Runner: g.jail.runner(), Logger: g.log, Withheld: withheld})
 			if err != nil {
-				return nil, err
+				return module{}, err
 			}
-			g.closers = append(g.closers, sh.Close)
-			return sh.Tools(), nil
+			return module{tools: sh.Tools(), closers: []func() error{sh.Close}}, nil
 		},
 	},
 	{
 		names: []string{"task-create", "task-update", "task-get", "task-list"},
-		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
+		provision: func(_ context.Context, g *Gateway) (module, error) {
 			// Tasks live in the gateway's database, so a restart or
 			// another replica sees them.
-			return task.Tools(g.db.Tasks(), task.Options{}), nil
+			return module{tools: task.Tools(g.db.Tasks(), task.Options{})}, nil
 		},
 	},
 	{
 		names: []string{"skill"},
-		start: func(_ context.Context, g *Gateway) ([]tools.Tool, error) {
+		provision: func(_ context.Context, g *Gateway) (module, error) {
+			var m module
 			libs := map[string]*skill.Library{}
 			for name, t := range g.cfg.Tenants {
 				if t.Skills == "" {
@@ -67,105 +72,37 @@ var families = []family{
 				}
 				lib, err := skill.Open(t.Skills)
 				if err != nil {
-					return nil, fmt.Errorf("tenants.%s.skills: %w", name, err)
+					m.close()
+					return module{}, fmt.Errorf("tenants.%s.skills: %w", name, err)
 				}
-				g.closers = append(g.closers, lib.Close)
+				m.closers = append(m.closers, lib.Close)
 				libs[name] = lib
 			}
-			return []tools.Tool{skill.New(libs)}, nil
+			m.tools = []tools.Tool{skill.New(libs)}
+			return m, nil
 		},
 	},
 	{
 		// Questions live with the held calls in the approval store, which
 		// the pipeline owns; the tool itself keeps no state.
 		names: []string{ask.Name},
-		start: func(context.Context, *Gateway) ([]tools.Tool, error) { return []tools.Tool{ask.New()}, nil },
+		provision: func(context.Context, *Gateway) (module, error) {
+			return module{tools: []tools.Tool{ask.New()}}, nil
+		},
 	},
 }
 
-// helperName says which binary builds the jails, without its path.
-func (g *Gateway) helperName() string {
-	if filepath.Base(g.self) == HelperName {
-		return HelperName
+// close closes what m holds (a module that failed half-way).
+func (m module) close() {
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		_ = m.closers[i]()
 	}
-	return "gateway"
 }
 
-// startJail prepares the confinement of commands in the configured mode
-// and returns why commands must be withheld ("" when they can run). In
-// jail mode a kernel that cannot build the jail withholds them (fail
-// closed); landlock-only (development only) withholds them only where
-// Landlock is missing.
-func (g *Gateway) startJail() string {
-	sb := g.cfg.Sandbox
-	if sb.Mode == sandbox.ModeLandlockOnly {
-		st := sandbox.Probe()
-		g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeLandlockOnly, Ready: st.Mechanism == sandbox.MechanismLandlock, Reason: st.Reason, Helper: g.helperName()}
-		if g.jailStatus.Ready {
-			g.jailStatus.Mechanisms = []string{sandbox.MechanismLandlock}
-			if st.Network {
-				g.jailStatus.Mechanisms = append(g.jailStatus.Mechanisms, sandbox.MechanismSeccomp)
-			}
-			g.log.Warn("sandbox.mode is landlock-only: commands can read the whole host (development only)")
-			return ""
-		}
-		g.log.Error("commands withheld: no Landlock", "reason", st.Reason)
-		return "commands withheld: " + st.Reason
-	}
-	j, st, err := sandbox.NewJailer(sandbox.JailerOptions{Self: g.self, UID: sb.UID, GID: sb.GID, NoCgroup: !sb.MemoryCgroup})
-	st.Helper = g.helperName()
-	g.jailStatus = st
-	if err != nil {
-		g.log.Error("commands withheld: the kernel cannot build the command jail", "reason", st.Reason)
-		return "commands withheld: " + st.Reason
-	}
-	// Files a jail creates are the jail user's on the host; the tenants'
-	// workspaces must be that user's for a jail to write in them.
-	for name, t := range g.cfg.Tenants {
-		if err := j.OwnWorkspace(t.Workspace); err != nil {
-			j.Close()
-			g.jailStatus = sandbox.JailStatus{Mode: sandbox.ModeJail, Reason: "cannot give the jail's user the workspace of tenant " + name}
-			g.log.Error("commands withheld: cannot give the jail's user a workspace", "tenant", name, "err", err)
-			return "commands withheld: " + g.jailStatus.Reason
-		}
-	}
-	// And what the file tools create there is theirs too.
-	uid, gid := j.UID()
-	for _, ws := range g.workspaces {
-		ws.SetOwner(uid, gid)
-	}
-	g.jailer = j
-	g.closers = append(g.closers, j.Close)
-	return ""
-}
-
-// commandRunner is how the shell tool's commands run: the whole command —
-// interpreter, redirections, globs, builtins and every program — in a jail
-// built from the call's decision, or in landlock-only mode under the older
-// confinement. A workspace that is no tenant's is refused.
-func (g *Gateway) commandRunner() shell.Runner {
-	allow := func(ws string) error {
-		for _, t := range g.cfg.Tenants {
-			if ws == t.Workspace {
-				return nil
-			}
-		}
-		return errors.New("confine: the command's workspace is no tenant's")
-	}
-	if g.jailer == nil {
-		if g.cfg.Sandbox.Mode == sandbox.ModeLandlockOnly {
-			return shell.LandlockRunner{Self: g.self, Allow: allow}
-		}
-		return nil
-	}
-	sb := g.cfg.Sandbox
-	return shell.JailRunner{
-		Jailer: g.jailer,
-		Limits: sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
-			FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles},
-		Allow:     allow,
-		CPUWeight: g.cfg.CPUWeight,
-	}
+// adopt takes m's closers: the gateway closes them at Close.
+func (g *Gateway) adopt(m module) []tools.Tool {
+	g.closers = append(g.closers, m.closers...)
+	return m.tools
 }
 
 // BuiltinNames lists every built-in tool this build offers.
@@ -195,11 +132,11 @@ func (g *Gateway) buildRegistry(ctx context.Context) (*tools.Registry, error) {
 		if !used {
 			continue
 		}
-		ts, err := f.start(ctx, g)
+		m, err := f.provision(ctx, g)
 		if err != nil {
 			return nil, &config.Error{File: g.cfg.File, Key: fmt.Sprintf("tools.builtin[%d]", want[f.names[0]]), Problem: err.Error()}
 		}
-		for _, t := range ts {
+		for _, t := range g.adopt(m) {
 			have[t.Spec().Name] = t
 		}
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/ratelimit"
-	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -52,8 +51,7 @@ type Gateway struct {
 	self       string         // this binary, re-executed as the confinement helper
 	closeOnce  sync.Once
 	closeErr   error
-	jailer     *sandbox.Jailer    // nil unless commands run in the jail
-	jailStatus sandbox.JailStatus // reported by /readyz when commands are configured
+	jail       *commandJail // the confinement of commands and stdio MCP servers, built on first use
 	handler    http.Handler
 	registry   *prometheus.Registry
 	pipeline   *pipeline.Pipeline
@@ -63,7 +61,6 @@ type Gateway struct {
 	tracing    *telemetry.Tracing
 	mcp        []mcpUpstream     // MCP upstreams, refreshed while serving
 	drift      *driftRecorder    // nil without tools.mcp
-	jailOnce   sync.Once         // stdio MCP upstreams start the jail on first use
 	front      *mcpserver.Server // the MCP front door; nil with mcp.enabled: false
 	console    *console.Server   // the web console; nil with console.enabled: false
 	wsReport   workspacesReport  // the workspaces' quotas, for /readyz
@@ -161,6 +158,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		envs[name] = &tools.Env{Tenant: name, Workspace: ws}
 	}
 	g.startQuotas(envs)
+	g.jail = &commandJail{cfg: cfg, log: log, self: g.self, workspaces: g.workspaces}
+	g.closers = append(g.closers, g.jail.Close)
 
 	// Policy: a folder or a bundle.
 	bundleSrc, err := bundleOptions(cfg)
@@ -281,21 +280,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Calls: g.services.Calls, Approvals: g.services.Approvals, Policy: g.services.Policy,
 		Audit: g.services.Audit, Health: g.services.Health, Auth: authn, Metrics: m,
 		Gatherer: g.registry, Logger: log, MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxBatchCalls: cfg.Limits.MaxBatchCalls,
-		Confinement: g.confinementReport(), Workspaces: g.workspacesReady(), JWKS: jwks,
+		Confinement: g.jail.report(), Workspaces: g.workspacesReady(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
 		MCP: mcpHandler, TenantBuckets: tenantBuckets, Console: consoleHandler,
 	}).Handler()
 	return g, nil
-}
-
-// confinementReport is what /readyz says about OS confinement of commands:
-// nothing when no command tool is configured.
-func (g *Gateway) confinementReport() any {
-	if g.jailStatus.Mode == "" {
-		return nil
-	}
-	return g.jailStatus
 }
 
 // OpenStore opens the configured database (audit.driver, audit.dsn) and

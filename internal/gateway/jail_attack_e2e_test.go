@@ -117,7 +117,7 @@ func hostLoader(t *testing.T) string {
 // set-group-ID bit, or belongs to another user than the jail's.
 func checkNoSetuid(t *testing.T, h *harness, ws string) {
 	t.Helper()
-	uid, gid := h.g.jailer.UID()
+	uid, gid := h.g.jail.jailer.UID()
 	_ = filepath.Walk(ws, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return nil
@@ -153,7 +153,7 @@ func TestJailAttacksWithTheDefaultPack(t *testing.T) {
 		h := start(t, withAllTools)
 		ws := filepath.Join(h.dir, "ws/acme")
 		must(t, syscall.Mkfifo(filepath.Join(ws, "notes/fifo"), 0o666))
-		uid, gid := h.g.jailer.UID()
+		uid, gid := h.g.jail.jailer.UID()
 		must(t, os.Lchown(filepath.Join(ws, "notes/fifo"), uid, gid))
 		mallory := h.token("acme", "mallory", "developer")
 		bob := h.token("acme", "bob", "approver")

@@ -259,7 +259,7 @@ func TestJailHappyPaths(t *testing.T) {
 	}
 	// What root wrote into the workspace is the jail user's again, as the
 	// gateway makes it at start.
-	uid, gid := h.g.jailer.UID()
+	uid, gid := h.g.jail.jailer.UID()
 	must(t, sandbox.ChownTree(ws, uid, gid))
 	r := h.bashCall(dev, "go test ./...", "src/mod")
 	if r.str("outcome") != "ok" || !strings.Contains(r.str("content"), "ok  \texample.com/mod") {

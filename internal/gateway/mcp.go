@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/internal/assertion"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/mcptool"
 )
@@ -218,7 +216,7 @@ func (g *Gateway) newMCPUpstream(c config.MCPUpstream, lock *mcptool.Lock, signe
 		g.closers = append(g.closers, func() error { return os.RemoveAll(dir) })
 		o.Command = append([]string{prog}, c.Command[1:]...)
 		o.Dir = dir
-		o.Confine = func(cmd *exec.Cmd) (func(), error) { return g.confineMCP(cmd, dir, prog, c.Network) }
+		o.Confine = func(cmd *exec.Cmd) (func(), error) { return g.jail.wrapMCP(cmd, dir, prog, c.Network) }
 	}
 	return mcptool.New(o)
 }
@@ -241,36 +239,6 @@ func readClientSecret(file string) (string, error) {
 		}
 	}
 	return secret, nil
-}
-
-// confineMCP starts a stdio MCP server in the command jail: its own empty
-// folder as the only writable place (no tenant workspace), the program
-// itself as the only executable besides the system folders, network only
-// when configured, the configured resource limits. Without a jail the
-// server does not start (it never runs unconfined).
-func (g *Gateway) confineMCP(cmd *exec.Cmd, dir, prog string, network bool) (func(), error) {
-	g.jailOnce.Do(func() {
-		if g.jailer == nil && g.cfg.Sandbox.Mode != sandbox.ModeLandlockOnly {
-			if reason := g.startJail(); reason != "" {
-				g.log.Error("stdio MCP upstreams cannot start", "reason", reason)
-			}
-		}
-	})
-	if g.jailer == nil {
-		return nil, errors.New("no command jail (sandbox.mode jail on a kernel that can build it is required for stdio MCP upstreams)")
-	}
-	// The folder is the jail user's: what the server writes there is.
-	if err := g.jailer.OwnWorkspace(dir); err != nil {
-		return nil, err
-	}
-	sb := g.cfg.Sandbox
-	return g.jailer.Wrap(cmd, sandbox.Jail{
-		Workspace: dir,
-		Programs:  []string{prog},
-		Network:   network,
-		Limits: sandbox.Limits{MemoryBytes: sb.MemoryBytes, MaxProcesses: sb.MaxProcesses, CPUSeconds: sb.CPUSeconds,
-			FileSizeBytes: sb.FileSizeBytes, OpenFiles: sb.OpenFiles},
-	})
 }
 
 // refreshMCP lists every upstream's tools again now.
@@ -305,6 +273,8 @@ func PinMCP(ctx context.Context, cfg *config.Config, log *slog.Logger) (PinRepor
 	if g.self, err = locateHelper(cfg.Sandbox.Helper); err != nil {
 		return PinReport{}, nil, err
 	}
+	g.jail = &commandJail{cfg: cfg, log: log, self: g.self}
+	g.closers = append(g.closers, g.jail.Close)
 	signer, err := g.loadAssertionSigner()
 	if err != nil {
 		return PinReport{}, nil, err
