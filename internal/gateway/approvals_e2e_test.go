@@ -133,13 +133,20 @@ func TestApprovingTwiceRunsOnce(t *testing.T) {
 }
 
 func TestExpiredApprovalIsRefusedAndAuditedOnce(t *testing.T) {
-	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  ttl: 300ms\n" })
+	clock := newTestClock()
+	h := start(t, func(s *setup) {
+		s.extraYAML = "approvals:\n  ttl: 10m\n"
+		s.clock = clock
+	})
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
 	r := h.held(alice, "2")
 	id, callID := approvalID(t, r), r.str("call_id")
+	if a := h.do("GET", "/v1/approvals/"+id, bob, nil); a.str("status") != "pending" {
+		t.Fatalf("approval before its expiry: %s", a.raw)
+	}
 
-	time.Sleep(600 * time.Millisecond) // past the expiry; no timing is asserted
+	clock.Advance(11 * time.Minute) // past the expiry; the tokens (an hour) stay valid
 	if r := h.do("POST", "/v1/approvals/"+id+"/approve", bob, nil); r.status != 409 || !strings.Contains(r.raw2(), "expired") {
 		t.Fatalf("approve after expiry: %d %s", r.status, r.raw)
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"time"
 
 	"log/slog"
 	"os"
@@ -18,7 +19,7 @@ import (
 
 // newConsole wires the web console from the configuration: the same
 // services and authenticator as the REST and MCP front doors.
-func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger, failClosed *prometheus.CounterVec) (*console.Server, error) {
+func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger, failClosed *prometheus.CounterVec, now func() time.Time) (*console.Server, error) {
 	o := console.Options{
 		FailClosed: func() map[string]float64 { return countsByLabel(failClosed, "cause") },
 		Services:   svc, Auth: authn, PublicURL: cfg.Console.PublicURL,
@@ -42,6 +43,7 @@ func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authentica
 			RedirectURL: cfg.Console.RedirectURL, Scopes: cfg.Console.Scopes,
 		}
 	}
+	o.Now = now
 	c, err := console.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)

@@ -43,6 +43,7 @@ import (
 type Gateway struct {
 	cfg        *config.Config
 	log        *slog.Logger
+	now        func() time.Time // the clock (WithClock)
 	engine     *decision.Engine
 	db         *store.DB // the one database: audit, approvals, tasks
 	audit      *audit.Log
@@ -97,13 +98,25 @@ func locateHelper(configured string) (string, error) {
 	return self, nil
 }
 
+// Option changes how New assembles a gateway.
+type Option func(*Gateway)
+
+// WithClock makes now the gateway's clock: event times, credential
+// expiry, held-call and question expiry, idempotency keys, rate-limit
+// buckets, console sessions, retention and pruning cutoffs (default
+// time.Now). Tests move it instead of sleeping.
+func WithClock(now func() time.Time) Option { return func(g *Gateway) { g.now = now } }
+
 // New assembles a gateway from cfg. Configuration problems found here
 // (such as an unknown built-in tool) are *config.Error values.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway, err error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (_ *Gateway, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+	g := &Gateway{cfg: cfg, log: log, registry: prometheus.NewRegistry(), now: time.Now}
+	for _, o := range opts {
+		o(g)
+	}
 	if g.self, err = locateHelper(cfg.Sandbox.Helper); err != nil {
 		return nil, fmt.Errorf("locating the gateway binary for the confinement helper: %w", err)
 	}
@@ -134,7 +147,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 			log.Info("created a development HS256 secret", "file", f)
 		}
 	}
-	authn, err := auth.NewAuthenticator(cfg, auth.WithLogger(log))
+	authn, err := auth.NewAuthenticator(cfg, auth.WithLogger(log), auth.WithClock(g.now))
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +234,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	g.audit, err = audit.NewLog(g.db.Audit(), audit.LogOptions{
 		QueueSize: cfg.Audit.QueueSize, MaxBatch: cfg.Audit.MaxBatch,
 		Signer: ckey, CheckpointInterval: cfg.Audit.CheckpointInterval, CheckpointFile: cfg.Audit.CheckpointFile,
-		Logger: log, Registerer: g.registry,
+		Logger: log, Registerer: g.registry, Now: g.now,
 	})
 	if err != nil {
 		return nil, err
@@ -247,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Keys: g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
 		KeyLease: keyLease(reg, cfg.Limits.DefaultTimeout),
 		Limiter:  g.db.Limiter(), MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
+		Now: g.now,
 	})
 	g.pipeline = pl
 	g.services = service.Services{
@@ -258,7 +272,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	}
 	var mcpHandler http.Handler
 	// One set of limits.tenant_rate buckets for both front doors.
-	tenantBuckets := ratelimit.NewMemory(nil)
+	tenantBuckets := ratelimit.NewMemory(g.now)
 	if cfg.MCP.On() {
 		o, err := mcpOptions(cfg, g.services, authn, m, log, tenantBuckets)
 		if err != nil {
@@ -270,7 +284,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	var consoleHandler http.Handler
 	if cfg.Console.On() {
 		var c *console.Server
-		if c, err = newConsole(cfg, g.services, authn, log, m.FailClosed); err != nil {
+		if c, err = newConsole(cfg, g.services, authn, log, m.FailClosed, g.now); err != nil {
 			return nil, err
 		}
 		g.console = c
@@ -283,7 +297,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Confinement: g.jail.report(), Workspaces: g.workspacesReady(), JWKS: jwks,
 		TracerProvider: g.tracing.Provider(),
 		TenantRate:     cfg.Limits.TenantRate, TenantBurst: cfg.Limits.TenantBurst,
-		MCP: mcpHandler, TenantBuckets: tenantBuckets, Console: consoleHandler,
+		MCP: mcpHandler, TenantBuckets: tenantBuckets, Console: consoleHandler, Now: g.now,
 	}).Handler()
 	return g, nil
 }
@@ -367,13 +381,13 @@ func (g *Gateway) runners() ([]lifecycle.Runner, error) {
 	}
 	if r := g.cfg.Audit.Retention; r > 0 {
 		rs = append(rs, lifecycle.Every("audit retention", pruneInterval(r), func(ctx context.Context) {
-			g.pruneAudit(ctx, time.Now().Add(-r))
+			g.pruneAudit(ctx, g.now().Add(-r))
 		}))
 	}
 	rs = append(rs,
 		lifecycle.Every("held-call expiry", approvalSweep, g.sweepApprovals),
 		lifecycle.Every("idempotency key pruning", keyPruneInterval(g.cfg.Limits.IdempotencyTTL), func(ctx context.Context) {
-			g.pruneKeys(ctx, time.Now())
+			g.pruneKeys(ctx, g.now())
 		}))
 	for _, m := range g.mcp {
 		rs = append(rs, lifecycle.Runner{Name: "MCP upstream " + m.u.Namespace() + " refresh", Run: func(ctx context.Context) error {

@@ -67,6 +67,31 @@ type setup struct {
 	// gatewayHelper makes the gateway binary (this test binary) build the
 	// jails instead of the dedicated helper the harness builds once.
 	gatewayHelper bool
+	// clock, when set, is the gateway's clock (WithClock): a test moves
+	// it instead of sleeping.
+	clock *testClock
+}
+
+// testClock is a clock a test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Now()} }
+
+// Now is the clock's time.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // withGatewayHelper makes the gateway re-execute itself to build its jails
@@ -188,7 +213,11 @@ policy:
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g, err := New(ctx, cfg, log)
+	var gopts []Option
+	if s.clock != nil {
+		gopts = append(gopts, WithClock(s.clock.Now))
+	}
+	g, err := New(ctx, cfg, log, gopts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
