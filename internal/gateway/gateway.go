@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/service"
+	"github.com/toolgate/toolgate/internal/service/backend"
 	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tlog"
@@ -250,11 +251,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	})
 	g.pipeline = pl
 	g.services = service.Services{
-		Calls:     service.NewCalls(pl),
-		Approvals: service.NewApprovals(pl),
-		Policy:    service.NewPolicy(service.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
-		Audit:     service.NewAudit(service.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
-		Health:    service.NewHealth(g.engine, g.audit, log),
+		Calls:     backend.NewCalls(pl),
+		Approvals: backend.NewApprovals(pl),
+		Policy:    backend.NewPolicy(backend.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
+		Audit:     backend.NewAudit(backend.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
+		Health:    backend.NewHealth(g.engine, g.audit, log),
 	}
 	var mcpHandler http.Handler
 	// One set of limits.tenant_rate buckets for both front doors.
