@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 	})
 	g.invoker = inv
 	pl := pipeline.New(pipeline.Options{
-		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
+		Registry: reg, Envs: envs, Engine: pipeline.Engine(g.engine), Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
@@ -255,7 +255,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gateway,
 		Approvals: backend.NewApprovals(pl),
 		Policy:    backend.NewPolicy(backend.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
 		Audit:     backend.NewAudit(backend.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
-		Health:    backend.NewHealth(g.engine, g.audit, log),
+		Health:    backend.NewHealth(pipeline.Engine(g.engine), g.audit, log),
 	}
 	var mcpHandler http.Handler
 	// One set of limits.tenant_rate buckets for both front doors.

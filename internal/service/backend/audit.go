@@ -48,9 +48,19 @@ var (
 	ErrBadCheckpoint = errors.New("bad checkpoint")
 )
 
+// AuditLog is what the Audit service reads of the audit log
+// (*audit.Log).
+type AuditLog interface {
+	Query(ctx context.Context, tenant string, f audit.Filter) (audit.Page, error)
+	Get(ctx context.Context, tenant, id string) (*audit.Event, error)
+	Verify(ctx context.Context, tenant string) (audit.VerifyResult, error)
+}
+
+var _ AuditLog = (*audit.Log)(nil)
+
 // AuditOptions wire the Audit service.
 type AuditOptions struct {
-	Log *audit.Log
+	Log AuditLog
 	// Prover serves checkpoints and proofs; nil answers them with
 	// KindUnavailable.
 	Prover Prover

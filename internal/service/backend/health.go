@@ -6,21 +6,28 @@ import (
 	"log/slog"
 
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
-// NewHealth is the Health service over the engine and the audit log.
-func NewHealth(engine *decision.Engine, log *audit.Log, logger *slog.Logger) service.Health {
+// NewHealth is the Health service over the policy (pipeline.Engine of
+// the engine) and the audit log.
+func NewHealth(engine pipeline.Policy, log Pinger, logger *slog.Logger) service.Health {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return health{engine, log, logger}
 }
 
+// Pinger is what readiness asks of the audit log (*audit.Log): whether it
+// can commit.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 type health struct {
-	engine *decision.Engine
-	log    *audit.Log
+	engine pipeline.Policy
+	log    Pinger
 	logger *slog.Logger
 }
 
