@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/service"
@@ -84,5 +86,30 @@ func TestHealthSaysWhatIsNotReady(t *testing.T) {
 	got = NewHealth(noPolicy{}, fakePinger{errors.New("connection refused")}, nil).Check(context.Background())
 	if got["audit"] != "unreachable" {
 		t.Errorf("checks: %v", got)
+	}
+}
+
+type fakeEngine struct{ read int }
+
+func (e *fakeEngine) Status() decision.Status {
+	e.read++
+	return decision.Status{LastError: "a.rego:3: rego_parse_error", LastErrorAt: time.Unix(0, 0)}
+}
+func (e *fakeEngine) Current() (*decision.Revision, error) {
+	e.read++
+	return nil, errors.New("no policy loaded")
+}
+
+// Info says no revision serves and why the last load failed; a caller
+// without policy-admin reads nothing of the engine.
+func TestPolicyInfoOnAFakeEngine(t *testing.T) {
+	eng := &fakeEngine{}
+	p := NewPolicy(PolicyOptions{Engine: eng})
+	if _, err := p.Info(context.Background(), &identity.Identity{Tenant: "acme", Roles: []string{identity.RoleAuditor}}); service.KindOf(err) != service.KindForbidden || eng.read != 0 {
+		t.Fatalf("a non-admin: %v, engine read %d times", err, eng.read)
+	}
+	info, err := p.Info(context.Background(), &identity.Identity{Tenant: "acme", Roles: []string{identity.RolePolicyAdmin}})
+	if err != nil || info.Revision != "" || info.LastError == nil || info.LastError.Message != "a.rego:3: rego_parse_error" || len(info.Modules) != 0 {
+		t.Errorf("info: %+v %v", info, err)
 	}
 }

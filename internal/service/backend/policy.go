@@ -20,9 +20,18 @@ import (
 	"github.com/toolgate/toolgate/internal/service"
 )
 
+// PolicyEngine is what the Policy service reads of the enforced policy
+// (*decision.Engine): its status and the revision serving now.
+type PolicyEngine interface {
+	Status() decision.Status
+	Current() (*decision.Revision, error)
+}
+
+var _ PolicyEngine = (*decision.Engine)(nil)
+
 // PolicyOptions wire the Policy service.
 type PolicyOptions struct {
-	Engine   *decision.Engine
+	Engine   PolicyEngine
 	Pipeline *pipeline.Pipeline
 	Audit    replay.Querier
 	Logger   *slog.Logger
