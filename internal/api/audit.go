@@ -28,7 +28,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	f := service.AuditFilter{
 		Tool: q.Get("tool"), Principal: q.Get("principal"), Outcome: q.Get("outcome"),
 		Phase: q.Get("phase"), SessionID: q.Get("session_id"), CallID: q.Get("call_id"),
-		DecisionID: q.Get("decision_id"), Cursor: q.Get("cursor"), Limit: 100,
+		DecisionID: q.Get("decision_id"), Cursor: q.Get("cursor"),
 	}
 	for _, tb := range []struct {
 		name string
@@ -45,7 +45,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
+		if err != nil || n < 1 { // the service checks the most
 			writeError(w, badRequest("limit must be an integer from 1 to 1000"))
 			return
 		}

@@ -108,7 +108,6 @@ func decodeCalls(val jsontext.Value, max int) ([]service.BatchCall, *requestErro
 		return nil, badRequest("body is not valid JSON")
 	}
 	var calls []service.BatchCall
-	ids := map[string]int{}
 	for dec.PeekKind() != ']' {
 		i := len(calls)
 		if i == max {
@@ -122,16 +121,7 @@ func decodeCalls(val jsontext.Value, max int) ([]service.BatchCall, *requestErro
 		if rerr != nil {
 			return nil, rerr
 		}
-		if c.CallID != "" {
-			if first, dup := ids[c.CallID]; dup {
-				return nil, badRequest("calls[%d].call_id repeats the call_id of calls[%d]", i, first)
-			}
-			ids[c.CallID] = i
-		}
 		calls = append(calls, c)
-	}
-	if len(calls) == 0 {
-		return nil, badRequest("calls must not be empty")
 	}
 	return calls, nil
 }
@@ -148,9 +138,6 @@ func decodeBatchCall(item jsontext.Value, i int) (service.BatchCall, *requestErr
 		case "tool":
 			hasTool = true
 			tool, rerr := stringValue(at+".tool", val)
-			if rerr == nil && (tool == "" || len(tool) > 128) {
-				rerr = badRequest("%s.tool must be a tool name of 1-128 bytes", at)
-			}
 			c.Tool = tool
 			return rerr
 		case "arguments":

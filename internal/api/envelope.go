@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -28,8 +27,6 @@ type requestError = service.Error
 func badRequest(format string, a ...any) *requestError {
 	return service.Errorf(service.KindInvalid, format, a...)
 }
-
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
 // readBody reads a capped request body, however it is framed
 // (Content-Length or chunked). The rules, in order:
@@ -164,14 +161,7 @@ func idValue(name string, val jsontext.Value) (string, *requestError) {
 	if err != nil {
 		return "", badRequest("%s is not a valid JSON string", name)
 	}
-	s := tok.String()
-	if s == "" {
-		return "", nil
-	}
-	if !idRE.MatchString(s) {
-		return "", badRequest("%s must be 1-128 characters of letters, digits and ._:@- starting with a letter or digit", name)
-	}
-	return s, nil
+	return tok.String(), nil // the service checks its syntax
 }
 
 func truncate(s string, n int) string {

@@ -112,9 +112,9 @@ func (f *fake) CallQuestion(_ context.Context, id *identity.Identity, callID str
 	return service.AskedQuestion{CallID: callID}, f.err
 }
 
-func (f *fake) Info(context.Context) apiv1.PolicyInfo {
-	f.saw("Info", nil)
-	return apiv1.PolicyInfo{Revision: "r1", Modules: []apiv1.PolicyModule{}}
+func (f *fake) Info(_ context.Context, id *identity.Identity) (apiv1.PolicyInfo, error) {
+	f.saw("Info", id)
+	return apiv1.PolicyInfo{Revision: "r1", Modules: []apiv1.PolicyModule{}}, nil
 }
 
 func (f *fake) Evaluate(_ context.Context, req service.EvalRequest) (apiv1.PolicyEvalResponse, error) {
@@ -165,8 +165,8 @@ func (f *fake) Checkpoint(_ context.Context, id *identity.Identity) ([]byte, err
 	return []byte("note\n"), f.err
 }
 
-func (f *fake) VerifierKey(context.Context) (string, error) {
-	f.saw("VerifierKey", nil)
+func (f *fake) VerifierKey(_ context.Context, id *identity.Identity) (string, error) {
+	f.saw("VerifierKey", id)
 	return "key", f.err
 }
 

@@ -70,12 +70,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// requireRole guards the management API.
+// requireRole answers a management route's 403 before its request is
+// read, so that a caller without the role learns nothing of the route's
+// syntax. The check is the services' own (service.Authorize), which each
+// service method makes again: this is an early answer, not the authority.
 func requireRole(role string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !caller(r).HasRole(role) {
-				writeError(w, service.Errorf(service.KindForbidden, "this route requires the %s role", role))
+			if err := service.Authorize(caller(r), role); err != nil {
+				writeError(w, err)
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -29,7 +29,7 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 
 // checkpointVerifier answers GET /v1/audit/checkpoint/verifier.
 func (s *Server) checkpointVerifier(w http.ResponseWriter, r *http.Request) {
-	key, err := s.o.Audit.VerifierKey(r.Context())
+	key, err := s.o.Audit.VerifierKey(r.Context(), caller(r))
 	if err != nil {
 		writeError(w, err)
 		return

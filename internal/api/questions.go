@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json"
@@ -13,9 +12,6 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/service"
 )
-
-// maxAnswer bounds an answer (bytes), as the service does.
-const maxAnswer = service.MaxAnswerBytes
 
 // listQuestions answers GET /v1/questions?limit=: the pending ask-user
 // questions the caller may answer (its own, and others' of its tenant
@@ -32,7 +28,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n, err := strconv.Atoi(vs[0])
-		if err != nil || n < 1 || n > service.ApprovalsMaxLimit {
+		if err != nil || n < 1 { // the service checks the most
 			writeError(w, badRequest("limit must be an integer from 1 to 1000"))
 			return
 		}
@@ -73,9 +69,6 @@ func decodeAnswer(body []byte) (string, *requestError) {
 	var in apiv1.AnswerRequest
 	if err := json.Unmarshal(body, &in, json.RejectUnknownMembers(true)); err != nil || !hasMember(body, "answer") {
 		return "", badRequest("body must be a JSON object with one string member \"answer\"")
-	}
-	if a := in.Answer; a == "" || len(a) > maxAnswer || !utf8.ValidString(a) {
-		return "", badRequest("answer must be 1 to %d bytes of UTF-8", maxAnswer)
 	}
 	return in.Answer, nil
 }

@@ -116,6 +116,13 @@ func New(o Options) *Server {
 	if o.MaxBatchCalls <= 0 {
 		o.MaxBatchCalls = DefaultMaxBatchCalls
 	}
+	// The services check roles and requests themselves; wrapping them
+	// again is a no-op for the gateway's, and makes any other (a test's)
+	// refuse what the real ones refuse.
+	if o.Calls != nil {
+		o.Calls, o.Approvals = service.CheckedCalls(o.Calls), service.CheckedApprovals(o.Approvals)
+		o.Policy, o.Audit = service.CheckedPolicy(o.Policy), service.CheckedAudit(o.Audit)
+	}
 	s := &Server{o: o, tracer: telemetry.Tracer(o.TracerProvider, "github.com/toolgate/toolgate/internal/api")}
 	if o.TenantRate > 0 {
 		burst := float64(o.TenantBurst)

@@ -1,5 +1,7 @@
 // Package archtest checks the layering of the code in tests: which
-// packages a package's non-test source may import.
+// packages a package's non-test source may import (ForbidImports), and
+// which module packages it depends on at all, directly or transitively,
+// against a checked-in list (Depaware, after Tailscale's depaware).
 package archtest
 
 import (
@@ -11,8 +13,10 @@ import (
 	"testing"
 )
 
-// FrontDoorForbidden are the packages a front door (REST, MCP) must not
-// import: it reaches the application only through internal/service.
+// FrontDoorForbidden are the packages a front door (REST, MCP, console)
+// must not import or depend on: it reaches the application only through
+// internal/service, whose implementations (internal/service/backend) the
+// gateway wires.
 var FrontDoorForbidden = []string{
 	"internal/pipeline", "internal/audit", "internal/decision", "internal/store", "internal/approval",
 	"internal/idempotency", "internal/replay", "internal/invoke", "internal/prepare", "internal/tools",

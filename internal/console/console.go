@@ -89,6 +89,9 @@ func New(o Options) (*Server, error) {
 	if o.Services.Calls == nil || o.Services.Approvals == nil || o.Services.Policy == nil || o.Services.Audit == nil || o.Auth == nil {
 		return nil, errors.New("console: Services and Auth are required")
 	}
+	// The services are the authority on roles and requests; the console's
+	// role checks only decide which pages it shows.
+	o.Services = service.Checked(o.Services)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -117,7 +117,7 @@ func newOIDCTestServer(t *testing.T, p *oidcTestProvider, a *oidcTestAuth, clock
 	t.Helper()
 	s, err := New(Options{
 		Services: service.Services{
-			Calls: service.NewCalls(nil), Approvals: service.NewApprovals(nil),
+			Calls: service.CheckedCalls(nil), Approvals: service.CheckedApprovals(nil),
 			Policy: struct{ service.Policy }{}, Audit: struct{ service.Audit }{},
 		},
 		Auth: a, SessionTTL: ttl, IdleTimeout: idle, Now: clock.now,

@@ -123,7 +123,12 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderPolicy(w http.ResponseWriter, r *http.Request, status int, d *policyData) {
 	ctx, id := r.Context(), caller(r)
 	svc := s.o.Services.Policy
-	d.Info = svc.Info(ctx)
+	info, err := svc.Info(ctx, id)
+	if err != nil {
+		s.failService(w, r, err)
+		return
+	}
+	d.Info = info
 	d.CanAudit = id.HasRole(identity.RoleAuditor)
 	d.Explains = explainLevels
 	d.ShadowFrom = s.o.Now().Add(-policyWindow)

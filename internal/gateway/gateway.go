@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/ratelimit"
 	"github.com/toolgate/toolgate/internal/service"
+	"github.com/toolgate/toolgate/internal/service/backend"
 	"github.com/toolgate/toolgate/internal/store"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tlog"
@@ -253,7 +254,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	})
 	g.invoker = inv
 	pl := pipeline.New(pipeline.Options{
-		Registry: reg, Envs: envs, Engine: g.engine, Preparer: prep, Invoker: inv,
+		Registry: reg, Envs: envs, Engine: pipeline.Engine(g.engine), Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
 		Approvals: g.db.Approvals(), ApprovalTTL: cfg.Approvals.TTL, Shadow: g.shadow,
 		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
@@ -264,11 +265,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	})
 	g.pipeline = pl
 	g.services = service.Services{
-		Calls:     service.NewCalls(pl),
-		Approvals: service.NewApprovals(pl),
-		Policy:    service.NewPolicy(service.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
-		Audit:     service.NewAudit(service.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
-		Health:    service.NewHealth(g.engine, g.audit, log),
+		Calls:     backend.NewCalls(pl),
+		Approvals: backend.NewApprovals(pl),
+		Policy:    backend.NewPolicy(backend.PolicyOptions{Engine: g.engine, Pipeline: pl, Audit: g.audit, Logger: log}),
+		Audit:     backend.NewAudit(backend.AuditOptions{Log: g.audit, Prover: prover{g.audit}, Logger: log}),
+		Health:    backend.NewHealth(pipeline.Engine(g.engine), g.audit, log),
 	}
 	var mcpHandler http.Handler
 	// One set of limits.tenant_rate buckets for both front doors.

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/service"
+	"github.com/toolgate/toolgate/internal/service/backend"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
 
@@ -16,7 +16,7 @@ import (
 // service, translating the log's errors into the service's.
 type prover struct{ log *audit.Log }
 
-var _ service.Prover = prover{}
+var _ backend.Prover = prover{}
 
 func (p prover) Checkpoint(ctx context.Context, tenant string) ([]byte, error) {
 	n, err := p.log.Checkpoint(ctx, tenant)
@@ -29,7 +29,7 @@ func (p prover) VerifierKeys() []string { return p.log.Verifier().Keys() }
 
 func (p prover) InclusionProof(ctx context.Context, tenant, id string, size uint64) (tlog.InclusionProof, error) {
 	if size > math.MaxInt64 {
-		return tlog.InclusionProof{}, service.ErrProofRange
+		return tlog.InclusionProof{}, backend.ErrProofRange
 	}
 	pr, err := p.log.InclusionProof(ctx, tenant, id, int64(size))
 	return pr, proverErr(err)
@@ -37,7 +37,7 @@ func (p prover) InclusionProof(ctx context.Context, tenant, id string, size uint
 
 func (p prover) ConsistencyProof(ctx context.Context, tenant string, from, to uint64) (tlog.ConsistencyProof, error) {
 	if to > math.MaxInt64 {
-		return tlog.ConsistencyProof{}, service.ErrProofRange
+		return tlog.ConsistencyProof{}, backend.ErrProofRange
 	}
 	pr, err := p.log.ConsistencyProof(ctx, tenant, int64(from), int64(to))
 	return pr, proverErr(err)
@@ -58,11 +58,11 @@ func proverErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, audit.ErrNotFound): // ErrNotIntegrated included
-		return errors.Join(service.ErrProofNotFound, err)
+		return errors.Join(backend.ErrProofNotFound, err)
 	case errors.Is(err, audit.ErrProofRange):
-		return errors.Join(service.ErrProofRange, err)
+		return errors.Join(backend.ErrProofRange, err)
 	case errors.Is(err, audit.ErrBadCheckpoint):
-		return fmt.Errorf("%w: %s", service.ErrBadCheckpoint, strings.TrimPrefix(err.Error(), "audit: "))
+		return fmt.Errorf("%w: %s", backend.ErrBadCheckpoint, strings.TrimPrefix(err.Error(), "audit: "))
 	}
 	return err
 }

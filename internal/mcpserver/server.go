@@ -114,6 +114,9 @@ type Server struct {
 
 // New returns the front door.
 func New(o Options) *Server {
+	if o.Calls != nil {
+		o.Calls = service.CheckedCalls(o.Calls) // a no-op for the gateway's
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

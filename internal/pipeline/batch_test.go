@@ -250,7 +250,7 @@ func TestBatchPermanentFailureCancelsUnfinishedSiblings(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(pdir, "a.rego"), []byte(brokenAvailability), 0o644); err != nil {
 					return err
 				}
-				if err := f.pl.o.Engine.Load(context.Background()); err != nil {
+				if err := f.eng.Load(context.Background()); err != nil {
 					return err
 				}
 				close(swapped)

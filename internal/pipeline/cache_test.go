@@ -26,7 +26,7 @@ func (f *fixture) withCache(t *testing.T) (*decision.Engine, *prometheus.Registr
 	if err := eng.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.pl.o.Engine = eng
+	f.pl.o.Engine, f.eng = Engine(eng), eng
 	return eng, reg
 }
 

@@ -58,14 +58,16 @@ var (
 type Options struct {
 	Registry *tools.Registry
 	Envs     map[string]*tools.Env // by tenant
-	Engine   *decision.Engine
+	// Engine is the enforced policy (Engine of a *decision.Engine).
+	Engine   Policy
 	Preparer *prepare.Preparer
 	Invoker  *invoke.Invoker
-	Audit    *audit.Log
-	Metrics  *metrics.Metrics
-	Logger   *slog.Logger
-	NewID    func() string
-	Now      func() time.Time
+	// Audit is the audit log (an *audit.Log).
+	Audit   AuditLog
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	NewID   func() string
+	Now     func() time.Time
 	// TenantConcurrency bounds how many calls of one tenant's batches run
 	// at once (default DefaultTenantConcurrency).
 	TenantConcurrency int
@@ -263,7 +265,7 @@ func (p *Pipeline) Decide(ctx context.Context, req Request) (Response, error) {
 type call struct {
 	req        Request
 	run        bool
-	rev        *decision.Revision
+	rev        Revision
 	callID     string
 	decisionID string
 	spec       *tools.Spec
@@ -353,7 +355,7 @@ type gate struct {
 
 // admit evaluates availability for a tool name. An unknown tool and a
 // hidden tool look the same to the caller; only the audit reason differs.
-func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID, name string) (*gate, error) {
+func (p *Pipeline) admit(ctx context.Context, rev Revision, id *identity.Identity, sessionID, name string) (*gate, error) {
 	tool, known := p.o.Registry.Lookup(name)
 	base := p.o.Envs[id.Tenant]
 	if !known || base == nil {
@@ -391,7 +393,7 @@ func (p *Pipeline) admit(ctx context.Context, rev *decision.Revision, id *identi
 
 // offeredChoices are the values of a chooser that availability offers the
 // caller, each judged with input.choice.
-func (p *Pipeline) offeredChoices(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID string, ch tools.Chooser, env *tools.Env) ([]tools.Choice, error) {
+func (p *Pipeline) offeredChoices(ctx context.Context, rev Revision, id *identity.Identity, sessionID string, ch tools.Chooser, env *tools.Env) ([]tools.Choice, error) {
 	all, err := ch.Choices(env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: choices of %s: %v", errInternal, ch.Spec().Name, err)
@@ -735,7 +737,7 @@ func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event, rec any
 	return fmt.Errorf("%w: %v", ErrAudit, err)
 }
 
-func (p *Pipeline) revision() (*decision.Revision, error) {
+func (p *Pipeline) revision() (Revision, error) {
 	rev, err := p.o.Engine.Current()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
@@ -745,7 +747,7 @@ func (p *Pipeline) revision() (*decision.Revision, error) {
 
 // available evaluates the availability entrypoint for a tool and, for a
 // chooser's value, with that value as input.choice.
-func (p *Pipeline) available(ctx context.Context, rev *decision.Revision, id *identity.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
+func (p *Pipeline) available(ctx context.Context, rev Revision, id *identity.Identity, sessionID string, s *tools.Spec, choice map[string]any) (bool, error) {
 	key, err := prepare.AvailabilityKey(id, sessionID, s, choice)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", errInternal, err)

@@ -77,7 +77,8 @@ func (p *probeTool) Run(ctx context.Context, _ *tools.Env, a any, _ tools.Limits
 
 type fixture struct {
 	pl       *Pipeline
-	policies string // the policy folder
+	eng      *decision.Engine // the pipeline's policy
+	policies string           // the policy folder
 	db       *store.DB
 	path     string // of the database file
 	store    audit.Store
@@ -127,9 +128,9 @@ func newFixture(t *testing.T, policy map[string]string, ts ...tools.Tool) *fixtu
 	}
 	pl := New(Options{
 		Registry: reg, Envs: map[string]*tools.Env{"acme": {Tenant: "acme", Workspace: ws}},
-		Engine: eng, Preparer: prep, Invoker: invoke.New(invoke.Options{}), Audit: lg,
+		Engine: Engine(eng), Preparer: prep, Invoker: invoke.New(invoke.Options{}), Audit: lg,
 	})
-	return &fixture{pl: pl, policies: pdir, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
+	return &fixture{pl: pl, eng: eng, policies: pdir, db: db, path: filepath.Join(dir, "audit.db"), store: db.Audit(), log: lg, ws: wsDir}
 }
 
 var alice = &identity.Identity{Tenant: "acme", Principal: "alice", Roles: []string{"developer"}}

@@ -2,32 +2,68 @@ package service
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"regexp"
+	"slices"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	apiv1 "github.com/toolgate/toolgate/api/v1"
-	"github.com/toolgate/toolgate/internal/audit"
-	"github.com/toolgate/toolgate/internal/decision"
 	"github.com/toolgate/toolgate/internal/identity"
-	"github.com/toolgate/toolgate/internal/pipeline"
-	"github.com/toolgate/toolgate/internal/replay"
 )
 
 // EvalRequest asks what the current revision would decide, without effect
-// and without an audit event (pipeline.EvalRequest).
-type EvalRequest = pipeline.EvalRequest
+// and without an audit event: either for a supplied request Document, or
+// for a would-be call (Tool, Arguments, SessionID and a principal As of
+// the administrator's tenant to impersonate), which is
+// availability-checked and prepared like a real call. Explain is "",
+// notes, fails or full (ValidExplain).
+type EvalRequest struct {
+	Admin     *identity.Identity
+	Document  map[string]any // supplied request document; nil for a would-be call
+	Tool      string
+	Arguments []byte
+	As        *identity.Identity // the impersonated principal; its tenant is Admin's
+	SessionID string
+	Explain   string
+}
 
 // ReplayReport is the answer of a replay (POST /v1/policy/replay).
-type ReplayReport = replay.Report
+type ReplayReport struct {
+	Candidate     string                      `json:"candidate"` // the candidate revision id
+	Events        int                         `json:"events"`    // decision events read
+	Replayed      int                         `json:"replayed"`  // evaluated against the candidate
+	Unchanged     int                         `json:"unchanged"`
+	Changed       int                         `json:"changed"`
+	NotReplayable ReplayGroup                 `json:"not_replayable"` // masked values matter, or the candidate failed
+	Skipped       int                         `json:"skipped"`        // unavailable, invalid arguments, approvals' second decisions
+	ByDirection   map[string]*ReplayGroup     `json:"by_direction"`
+	ByTool        map[string]*ReplayToolGroup `json:"by_tool"`
+	// Changes lists up to ReplayRequest.Changes changed decisions, newest
+	// first. It is for in-process callers (the console); the JSON report
+	// of POST /v1/policy/replay does not carry it.
+	Changes []ReplayChange `json:"-"`
+}
 
-// ReplayChange is one changed decision a replay lists (ReplayRequest.Changes).
-type ReplayChange = replay.Change
+// ReplayGroup counts events and keeps a few of their ids.
+type ReplayGroup struct {
+	Count   int      `json:"count"`
+	Samples []string `json:"samples"`
+}
+
+// ReplayToolGroup is one tool's changes by direction.
+type ReplayToolGroup struct {
+	Changed     int            `json:"changed"`
+	ByDirection map[string]int `json:"by_direction"`
+}
+
+// ReplayChange is one audited decision the candidate decides otherwise.
+// From and To are the short outcomes of directions (allow, deny,
+// approval).
+type ReplayChange struct {
+	EventID   string
+	Time      string
+	Tool      string
+	Principal string
+	From, To  string
+}
 
 // ReplayRequest re-evaluates the caller's tenant's audited decisions
 // between From and To against a candidate: the configured shadow policy
@@ -45,6 +81,9 @@ type ReplayRequest struct {
 
 // MaxReplayChanges bounds ReplayRequest.Changes.
 const MaxReplayChanges = 1000
+
+// MaxReplayModules bounds the modules of an inline candidate.
+const MaxReplayModules = 200
 
 // ShadowRequest asks how the shadow policy's verdicts, audited with each
 // decision, compared with the enforced decisions of the caller's tenant
@@ -77,18 +116,18 @@ type ShadowSummary struct {
 	Truncated   bool // the window holds more decision events than were read
 }
 
-// MaxReplayModules bounds the modules of an inline candidate.
-const MaxReplayModules = 200
-
 // Policy is policy administration: what serves now, what it would decide,
-// and what a candidate would have decided on the audited past.
+// and what a candidate would have decided on the audited past. Every
+// method needs the policy-admin role (KindForbidden before anything is
+// evaluated or read).
 type Policy interface {
 	// Info is the revision serving now, its modules, and the last failed
 	// reload if it has not been fixed since.
-	Info(ctx context.Context) apiv1.PolicyInfo
+	Info(ctx context.Context, id *identity.Identity) (apiv1.PolicyInfo, error)
 	// Evaluate is what the current revision decides for a request
-	// document or a would-be call. KindInvalid: a document that is not
-	// the administrator's tenant's.
+	// document or a would-be call. KindInvalid: an explain level or
+	// session_id out of syntax, or a document that is not the
+	// administrator's tenant's.
 	Evaluate(ctx context.Context, req EvalRequest) (apiv1.PolicyEvalResponse, error)
 	// Replay re-evaluates audited decisions against a candidate.
 	// KindInvalid: no shadow policy, or a candidate that does not
@@ -102,191 +141,29 @@ type Policy interface {
 	ShadowSummary(ctx context.Context, req ShadowRequest) (ShadowSummary, error)
 }
 
-// PolicyOptions wire the Policy service.
-type PolicyOptions struct {
-	Engine   *decision.Engine
-	Pipeline *pipeline.Pipeline
-	Audit    replay.Querier
-	Logger   *slog.Logger
-}
-
-// NewPolicy is the Policy service.
-func NewPolicy(o PolicyOptions) Policy {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return policy{o}
-}
-
-type policy struct{ o PolicyOptions }
-
-func (s policy) Info(context.Context) apiv1.PolicyInfo {
-	st := s.o.Engine.Status()
-	resp := apiv1.PolicyInfo{Modules: []apiv1.PolicyModule{}}
-	if rev, err := s.o.Engine.Current(); err == nil {
-		resp.Revision = rev.ID()
-		resp.LoadedAt = rev.LoadedAt().UTC().Format(time.RFC3339Nano)
-		for _, m := range rev.Modules() {
-			resp.Modules = append(resp.Modules, apiv1.PolicyModule{Path: m.Path, SHA256: m.SHA256})
-		}
-	}
-	if st.LastError != "" {
-		resp.LastError = &apiv1.PolicyError{Message: st.LastError, At: st.LastErrorAt.UTC().Format(time.RFC3339Nano)}
-	}
-	return resp
-}
-
-func (s policy) Evaluate(ctx context.Context, req EvalRequest) (apiv1.PolicyEvalResponse, error) {
-	res, err := s.o.Pipeline.Evaluate(ctx, req)
-	if errors.Is(err, pipeline.ErrEvalRequest) {
-		return apiv1.PolicyEvalResponse{}, &Error{Kind: KindInvalid, Message: "the request document must be a JSON object of your own tenant", Err: err}
-	}
-	if err != nil {
-		return apiv1.PolicyEvalResponse{}, callError(err)
-	}
-	admin := req.Admin
-	s.o.Logger.Info("policy evaluated by an administrator", "tenant", admin.Tenant, "principal", admin.Principal,
-		"revision", res.Revision, "tool", req.Tool, "document", req.Document != nil, "outcome", res.Outcome, "explain", req.Explain)
-	out := apiv1.PolicyEvalResponse{
-		Revision: res.Revision, Outcome: res.Outcome, Available: res.Available, Reasons: res.Reasons,
-		Rules: []apiv1.FiredRule{}, Input: res.Document, Problems: res.Problems,
-	}
-	if ev := res.Evaluation; ev != nil {
-		out.Decision, out.Message, out.Explanation = ev.Raw, ev.Decision.Message, ev.Explanation
-		for _, f := range ev.Rules {
-			out.Rules = append(out.Rules, apiv1.FiredRule{Rule: f.Rule, Location: f.Location, Title: f.Title})
-		}
-	}
-	return out, nil
-}
-
-func (s policy) Replay(ctx context.Context, req ReplayRequest) (*ReplayReport, error) {
-	var rev *decision.Revision
-	if req.Shadow {
-		eng := s.o.Pipeline.ShadowEngine()
-		if eng == nil {
-			return nil, Errorf(KindInvalid, "no shadow policy is configured (policy.shadow)")
-		}
-		var err error
-		if rev, err = eng.Current(); err != nil {
-			return nil, &Error{Kind: KindUnavailable, Message: "the shadow policy is not loaded", Err: err}
-		}
-	} else {
-		var msg string
-		if rev, msg = compileCandidate(ctx, req.Modules, req.Data); rev == nil {
-			return nil, &Error{Kind: KindInvalid, Message: msg}
-		}
-	}
-	changes := min(max(req.Changes, 0), MaxReplayChanges)
-	rep, err := replay.Run(ctx, s.o.Audit, rev, replay.Options{Tenants: []string{req.Admin.Tenant}, From: req.From, To: req.To, Changes: changes})
-	if err != nil {
-		s.o.Logger.Error("policy replay failed", "err", err)
-		if errors.Is(err, context.Canceled) {
-			return nil, err // the caller went away: nobody to answer
-		}
-		return nil, errAuditUnavailable(err)
-	}
-	s.o.Logger.Info("policy replayed by an administrator", "tenant", req.Admin.Tenant, "principal", req.Admin.Principal,
-		"candidate", rep.Candidate, "events", rep.Events, "changed", rep.Changed)
-	return rep, nil
-}
-
-func (s policy) ShadowSummary(ctx context.Context, req ShadowRequest) (ShadowSummary, error) {
-	var out ShadowSummary
-	if eng := s.o.Pipeline.ShadowEngine(); eng != nil {
-		out.Configured = true
-		if rev, err := eng.Current(); err == nil {
-			out.Revision = rev.ID()
-		}
-	}
-	limit := req.Max
-	if limit <= 0 || limit > MaxShadowEvents {
-		limit = MaxShadowEvents
-	}
-	f := audit.Filter{Phase: audit.PhaseDecision, From: req.From, To: req.To, Limit: min(limit, 1000)}
-	for {
-		page, err := s.o.Audit.Query(ctx, req.Admin.Tenant, f)
-		if errors.Is(err, audit.ErrBadFilter) {
-			return ShadowSummary{}, &Error{Kind: KindInvalid, Message: "from must not be after to", Err: err}
-		}
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return ShadowSummary{}, err
-			}
-			s.o.Logger.Error("shadow summary failed", "err", err)
-			return ShadowSummary{}, errAuditUnavailable(err)
-		}
-		for _, ev := range page.Events {
-			if out.Events == limit {
-				out.Truncated = true
-				return out, nil
-			}
-			out.Events++
-			sh := ev.Shadow
-			switch {
-			case sh == nil:
-				continue
-			case sh.Outcome == string(apiv1.OutcomeError):
-				out.Errors++
-			case !sh.Diverged:
-				out.Agree++
-			case sh.Outcome == string(apiv1.OutcomeDenied):
-				out.AllowToDeny++
-			default:
-				out.DenyToAllow++
-			}
-			out.Compared++
-		}
-		if page.NextCursor == "" {
-			return out, nil
-		}
-		f.Cursor = page.NextCursor
-	}
-}
-
-var moduleName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}\.rego$`)
-
-// compileCandidate compiles inline modules in a temporary folder with the
-// engine's own loader and checks, so a candidate is judged exactly as a
-// policy folder would be. The message is safe to return (file:line
-// problems of the caller's own modules).
-func compileCandidate(ctx context.Context, modules map[string]string, data map[string]any) (*decision.Revision, string) {
-	if len(modules) > MaxReplayModules {
-		return nil, "too many modules"
-	}
-	dir, err := os.MkdirTemp("", "toolgate-replay-")
-	if err != nil {
-		return nil, "cannot stage the candidate policy"
-	}
-	defer os.RemoveAll(dir)
-	for name, src := range modules {
-		if !moduleName.MatchString(name) {
-			return nil, "module names must be plain file names ending in .rego"
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
-			return nil, "cannot stage the candidate policy"
-		}
-	}
-	if data != nil {
-		b, err := json.Marshal(data)
-		if err != nil {
-			return nil, "data is not JSON"
-		}
-		if err := os.WriteFile(filepath.Join(dir, "data.json"), b, 0o600); err != nil {
-			return nil, "cannot stage the candidate policy"
-		}
-	}
-	eng := decision.NewEngine(decision.Options{Dir: dir})
-	if err := eng.Load(ctx); err != nil {
-		return nil, "candidate policy rejected: " + err.Error()
-	}
-	rev, _ := eng.Current()
-	return rev, ""
-}
-
-// The audit log is what the gateway passes as PolicyOptions.Audit.
-var _ replay.Querier = (*audit.Log)(nil)
+// The explain levels of EvalRequest.Explain besides "" (none).
+const (
+	ExplainNotes = "notes"
+	ExplainFails = "fails"
+	ExplainFull  = "full"
+)
 
 // ValidExplain reports whether explain is a level Evaluate accepts ("",
 // notes, fails or full).
-func ValidExplain(explain string) bool { return decision.ValidExplain(explain) }
+func ValidExplain(explain string) bool {
+	switch explain {
+	case "", ExplainNotes, ExplainFails, ExplainFull:
+		return true
+	}
+	return false
+}
+
+// Directions lists the report's directions, sorted, for printing.
+func (rep *ReplayReport) Directions() []string {
+	out := make([]string, 0, len(rep.ByDirection))
+	for d := range rep.ByDirection {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}

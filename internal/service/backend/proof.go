@@ -1,4 +1,4 @@
-package service
+package backend
 
 import (
 	"context"
@@ -9,60 +9,32 @@ import (
 	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/identity"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/tlog"
 )
-
-// Statuses of an EventProof.
-const (
-	// ProofVerified: the event's content hashes to its hash, the latest
-	// checkpoint opens with the gateway's verifier keys, and the event's
-	// inclusion proof at the checkpoint's size verifies against its root.
-	ProofVerified = "verified"
-	// ProofPending: not provable yet, as is normal for a second or so
-	// after an event is written: not integrated into the tree, or not
-	// covered by a signed checkpoint yet.
-	ProofPending = "pending"
-	// ProofFailed: something that should verify does not — the event, the
-	// checkpoint or the tree was changed. An alarm.
-	ProofFailed = "failed"
-	// ProofUnavailable: the check could not run (no prover, the store
-	// failed); it says nothing about the log.
-	ProofUnavailable = "unavailable"
-)
-
-// EventProof is whether an event is provably in its tenant's log.
-type EventProof struct {
-	Status string // ProofVerified, ProofPending, ProofFailed or ProofUnavailable
-	// CheckpointSize is the tree size of the checkpoint the event was
-	// checked against (0 when no checkpoint was opened).
-	CheckpointSize uint64
-	// Reason says why Status is not ProofVerified, in a sentence safe to
-	// show an auditor.
-	Reason string
-}
 
 // ProveEvent checks ev against the latest checkpoint with the same
 // functions an auditor's tools use (tlog.Verifier.Open,
 // tlog.VerifyInclusion), so that a page can say "verified against
 // checkpoint N" of exactly the event it shows.
-func (s auditQueries) ProveEvent(ctx context.Context, id *identity.Identity, ev *apiv1.AuditEvent) (EventProof, error) {
+func (s auditQueries) ProveEvent(ctx context.Context, id *identity.Identity, ev *apiv1.AuditEvent) (service.EventProof, error) {
 	if ev == nil || ev.Tenant != id.Tenant {
-		return EventProof{}, &Error{Kind: KindNotFound, Message: "no such event"}
+		return service.EventProof{}, &service.Error{Kind: service.KindNotFound, Message: "no such event"}
 	}
 	var size uint64
-	failed := func(format string, a ...any) (EventProof, error) {
+	failed := func(format string, a ...any) (service.EventProof, error) {
 		reason := fmt.Sprintf(format, a...)
 		s.o.Logger.Error("audit event does not prove its place in the log", "tenant", id.Tenant, "event", ev.ID, "problem", reason)
-		return EventProof{Status: ProofFailed, CheckpointSize: size, Reason: reason}, nil
+		return service.EventProof{Status: service.ProofFailed, CheckpointSize: size, Reason: reason}, nil
 	}
-	unavailable := func(reason string, err error) (EventProof, error) {
+	unavailable := func(reason string, err error) (service.EventProof, error) {
 		if err != nil {
 			s.o.Logger.Error("audit event proof could not be checked", "tenant", id.Tenant, "event", ev.ID, "err", err)
 		}
-		return EventProof{Status: ProofUnavailable, CheckpointSize: size, Reason: reason}, nil
+		return service.EventProof{Status: service.ProofUnavailable, CheckpointSize: size, Reason: reason}, nil
 	}
-	pending := func(format string, a ...any) (EventProof, error) {
-		return EventProof{Status: ProofPending, CheckpointSize: size, Reason: fmt.Sprintf(format, a...)}, nil
+	pending := func(format string, a ...any) (service.EventProof, error) {
+		return service.EventProof{Status: service.ProofPending, CheckpointSize: size, Reason: fmt.Sprintf(format, a...)}, nil
 	}
 
 	// The content shown is the content proved: it must hash to the
@@ -121,5 +93,5 @@ func (s auditQueries) ProveEvent(ctx context.Context, id *identity.Identity, ev 
 	if err := tlog.VerifyInclusion(proof, entry, cp); err != nil {
 		return failed("the inclusion proof does not verify against checkpoint %d: %s", cp.Size, strings.TrimPrefix(err.Error(), "tlog: "))
 	}
-	return EventProof{Status: ProofVerified, CheckpointSize: cp.Size}, nil
+	return service.EventProof{Status: service.ProofVerified, CheckpointSize: cp.Size}, nil
 }
