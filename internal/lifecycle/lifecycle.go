@@ -39,7 +39,7 @@ func Start(ctx context.Context, log *slog.Logger, runners ...Runner) *Group {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				log.Error(r.Name+" stopped", "err", err)
 			}
 		}()

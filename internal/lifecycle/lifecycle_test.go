@@ -36,12 +36,13 @@ func TestStopEndsEveryRunnerAndWaits(t *testing.T) {
 func TestARunnerThatFailsIsLoggedAndTheOthersGoOn(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	other := make(chan struct{})
+	other, failed := make(chan struct{}), make(chan struct{})
 	g := Start(context.Background(), log,
-		Runner{"watcher", func(context.Context) error { return errors.New("boom") }},
+		Runner{"watcher", func(context.Context) error { defer close(failed); return errors.New("boom") }},
 		Runner{"other", func(ctx context.Context) error { close(other); <-ctx.Done(); return nil }},
 	)
 	<-other
+	<-failed // the other runner goes on after this one failed
 	g.Stop()
 	if !strings.Contains(buf.String(), `msg="watcher stopped" err=boom`) {
 		t.Fatalf("log: %s", buf.String())
