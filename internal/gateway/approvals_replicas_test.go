@@ -18,6 +18,7 @@ import (
 // A call held on one replica is approved on another (they share only
 // PostgreSQL); approvers racing on both replicas run it exactly once.
 func TestApprovalAcrossReplicasRunsOnce(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	c := newCluster(t, pgtest.DSN(t))
 	must(t, os.MkdirAll(filepath.Join(c.dir, "ws/acme/release"), 0o755))
 	must(t, os.WriteFile(filepath.Join(c.dir, "ws/acme/release/VERSION"), []byte("1\n"), 0o644))

@@ -236,6 +236,7 @@ func (c *chrome) signIn(token string) {
 }
 
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}

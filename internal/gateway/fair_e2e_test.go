@@ -162,6 +162,7 @@ func TestABatchsIndependentCommandsRunAtOnce(t *testing.T) {
 }
 
 func TestABatchCountsAgainstTheTenantsCommandSlots(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	// A batch's commands and the tenant's single calls share one cap: with
 	// 2 slots, a batch of 3 blocked commands holds both, and a single
 	// command of the same tenant waits for one while another tenant's does

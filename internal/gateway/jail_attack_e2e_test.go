@@ -148,6 +148,7 @@ func (h *harness) approvedBash(token, approver, cmd string) response {
 }
 
 func TestJailAttacksWithTheDefaultPack(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	needPython(t)
 	asGatewayUsers(t, func(t *testing.T) {
 		h := start(t, withAllTools)
@@ -235,6 +236,7 @@ func TestJailAttacksWithTheDefaultPack(t *testing.T) {
 }
 
 func TestJailAttacksWithAPackOfOurOwn(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	needPython(t)
 	asGatewayUsers(t, func(t *testing.T) {
 		h := start(t, withAllTools, ownJailPack(t))

@@ -71,6 +71,7 @@ func TestJailRecursiveGrepSkipsProtectedFiles(t *testing.T) {
 // another tenant's workspace or the gateway's /proc, run as root, allocate
 // 2.8 GB, fork 1,500 processes, or leave a detached child behind.
 func TestJailApprovedCodeStaysInside(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	needPython(t)
 	h := start(t, withAllTools)
 	fifo := filepath.Join(h.dir, "ws/acme/notes/survivor")
@@ -226,6 +227,7 @@ func TestJailObligationsOfAnOwnPack(t *testing.T) {
 // into a write path, go test on a small module (the Go toolchain granted by
 // the default pack's exec_paths, its cache under the workspace's .cache).
 func TestJailHappyPaths(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	// The gateway binary builds these jails itself (go run ./cmd/gateway
 	// has no helper beside it).
 	h := start(t, withAllTools, withGatewayHelper, func(s *setup) {
@@ -354,6 +356,7 @@ func TestJailBackgroundProcessStopEndsTheJail(t *testing.T) {
 // builds the same jail as the gateway binary: /readyz names it, a command
 // runs, and the jail still hides what it must.
 func TestJailWithTheDedicatedHelper(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	bin := filepath.Join(t.TempDir(), HelperName)
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/toolgate-sandbox")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -472,6 +472,7 @@ func TestMCPHostileUpstreamDefinitionsAreNotOffered(t *testing.T) {
 }
 
 func TestMCPStdioUpstreamRunsInTheJail(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	skipWithoutJail(t)
 	// The jail gives the server a private /tmp, where go test builds this
 	// binary: run a copy from elsewhere.

@@ -267,6 +267,7 @@ func writeCall(callID string) map[string]any {
 // exactly once, the tenant has one tree with every event integrated once,
 // every replica serves the same checkpoint and verify passes everywhere.
 func TestIdenticalReplicasShareOnePostgres(t *testing.T) {
+	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	c := newCluster(t, pgtest.DSN(t))
 	tok := c.token("developer", "auditor")
 	var replicas []*replica
