@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/toolgate/toolgate/internal/lifecycle"
 )
 
 // Checkpoint records where retention of the hash-chain era cut a (tenant,
@@ -180,4 +181,36 @@ func pruneStep(ctx context.Context, tx TreeTx, tenant string, cutoffMS int64, ma
 		return 0, false, fmt.Errorf("%w: tenant %q lost events below log_index %d", ErrBrokenChain, tenant, to)
 	}
 	return n, to-from == int64(max) && to < head.Size, nil
+}
+
+// PruneInterval is how often retention runs: a tenth of the retention, so
+// that nothing outlives it by more than 10%, and at least hourly, so that
+// each run has little to delete.
+func PruneInterval(retention time.Duration) time.Duration {
+	return min(retention/10, time.Hour)
+}
+
+// Retention is the background work that prunes the log of events older
+// than retention (on the log's clock) at once and then every
+// PruneInterval. Every replica runs it; the stores serialize concurrent
+// prunes of one tenant. A failed run is logged and retried next time.
+func (l *Log) Retention(retention time.Duration) lifecycle.Runner {
+	return lifecycle.Every("audit retention", PruneInterval(retention), func(ctx context.Context) {
+		l.PruneOlderThan(ctx, retention)
+	})
+}
+
+// PruneOlderThan runs Prune once with the cutoff retention before now,
+// logging a failure (Prune logs what it removed and refused) unless ctx
+// ended (shutting down: the next start prunes the rest).
+func (l *Log) PruneOlderThan(ctx context.Context, retention time.Duration) {
+	cutoff := l.now().Add(-retention)
+	res, err := l.Prune(ctx, cutoff)
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil:
+		l.logger.Error("audit retention run failed", "err", err, "events_pruned", res.Events, "tenants", res.Tenants)
+	default:
+		l.logger.Debug("audit retention run", "events_pruned", res.Events, "tenants", res.Tenants, "cutoff", cutoff.UTC())
+	}
 }

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -381,15 +383,9 @@ func (g *Gateway) runners() ([]lifecycle.Runner, error) {
 		}
 	}
 	if r := g.cfg.Audit.Retention; r > 0 {
-		rs = append(rs, lifecycle.Every("audit retention", pruneInterval(r), func(ctx context.Context) {
-			g.pruneAudit(ctx, g.now().Add(-r))
-		}))
+		rs = append(rs, g.audit.Retention(r))
 	}
-	rs = append(rs,
-		lifecycle.Every("held-call expiry", approvalSweep, g.sweepApprovals),
-		lifecycle.Every("idempotency key pruning", keyPruneInterval(g.cfg.Limits.IdempotencyTTL), func(ctx context.Context) {
-			g.pruneKeys(ctx, g.now())
-		}))
+	rs = append(rs, g.pipeline.Runners(slices.Collect(maps.Keys(g.cfg.Tenants)))...)
 	for _, m := range g.mcp {
 		rs = append(rs, lifecycle.Runner{Name: "MCP upstream " + m.u.Namespace() + " refresh", Run: func(ctx context.Context) error {
 			m.u.Run(ctx, m.refresh)

@@ -633,10 +633,10 @@ func TestKeysArePrunedAfterTheirTTL(t *testing.T) {
 		t.Fatalf("first: %d %s", first.status, first.raw)
 	}
 	// Kept for its TTL: a prune an hour later keeps it.
-	h.g.pruneKeys(t.Context(), time.Now().Add(time.Hour))
+	h.g.pipeline.PruneKeys(t.Context(), time.Now().Add(time.Hour))
 	sameResponse(t, "retry within the TTL", first, h.call(alice, "write-file", body))
 	// Past its TTL it is pruned, and the call_id is free again.
-	h.g.pruneKeys(t.Context(), time.Now().Add(2*time.Hour+time.Minute))
+	h.g.pipeline.PruneKeys(t.Context(), time.Now().Add(2*time.Hour+time.Minute))
 	if _, err := h.g.db.Idempotency().Get(t.Context(), "acme", "ttl-1"); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("key after its TTL: %v", err)
 	}

@@ -33,10 +33,4 @@ func TestKeyLeaseOutlastsTheLongestCall(t *testing.T) {
 	if got := keyLease(reg, time.Hour); got != 5*time.Hour {
 		t.Fatalf("lease with a 1h default timeout = %v, want 5h", got)
 	}
-	if got := keyPruneInterval(24 * time.Hour); got != time.Hour {
-		t.Fatalf("prune interval of 24h = %v", got)
-	}
-	if got := keyPruneInterval(time.Minute); got != 6*time.Second {
-		t.Fatalf("prune interval of 1m = %v", got)
-	}
 }

@@ -116,6 +116,12 @@ type Limiter interface {
 	Take(ctx context.Context, tenant string, limits []Limit) (Verdict, error)
 }
 
+// Pruner is a Limiter that can drop its full buckets (which mean the same
+// as none); Prune returns how many it dropped.
+type Pruner interface {
+	Prune(ctx context.Context) (int64, error)
+}
+
 // RetrySeconds is d as a Retry-After value: whole seconds, rounded up, at
 // least 1.
 func RetrySeconds(d time.Duration) int64 {
