@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/console"
+	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/service"
 )
 
@@ -21,7 +21,7 @@ import (
 // services and authenticator as the REST and MCP front doors.
 func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authenticator, log *slog.Logger, failClosed *prometheus.CounterVec, now func() time.Time) (*console.Server, error) {
 	o := console.Options{
-		FailClosed: func() map[string]float64 { return countsByLabel(failClosed, "cause") },
+		FailClosed: func() map[string]float64 { return metrics.CountsByLabel(failClosed, "cause") },
 		Services:   svc, Auth: authn, PublicURL: cfg.Console.PublicURL,
 		SessionTTL: cfg.Console.SessionTTL, IdleTimeout: cfg.Console.IdleTimeout,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes, Logger: log.With("front_door", "console"),
@@ -49,26 +49,4 @@ func newConsole(cfg *config.Config, svc service.Services, authn *auth.Authentica
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	return c, nil
-}
-
-// countsByLabel reads a counter vector's current values by one label.
-func countsByLabel(v *prometheus.CounterVec, label string) map[string]float64 {
-	out := map[string]float64{}
-	ch := make(chan prometheus.Metric, 64)
-	go func() {
-		v.Collect(ch)
-		close(ch)
-	}()
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) != nil || pb.Counter == nil {
-			continue
-		}
-		for _, l := range pb.Label {
-			if l.GetName() == label {
-				out[l.GetValue()] += pb.Counter.GetValue()
-			}
-		}
-	}
-	return out
 }

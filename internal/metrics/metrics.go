@@ -3,7 +3,10 @@
 // composition root; there are no global metrics.
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics are the request-path collectors.
 type Metrics struct {
@@ -70,4 +73,27 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.Idempotency, m.RateLimited)
 	}
 	return m
+}
+
+// CountsByLabel reads a counter vector's current values summed by one
+// label (the console shows fail-closed causes this way).
+func CountsByLabel(v *prometheus.CounterVec, label string) map[string]float64 {
+	out := map[string]float64{}
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		v.Collect(ch)
+		close(ch)
+	}()
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) != nil || pb.Counter == nil {
+			continue
+		}
+		for _, l := range pb.Label {
+			if l.GetName() == label {
+				out[l.GetValue()] += pb.Counter.GetValue()
+			}
+		}
+	}
+	return out
 }
