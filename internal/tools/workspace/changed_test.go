@@ -1,9 +1,11 @@
 package workspace
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/tools"
@@ -161,12 +163,22 @@ func TestTargetsReplacedAfterPrepareAreRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "write-file below a directory that appeared meanwhile",
+			name: "write-file below a directory that became a symlink meanwhile",
 			tool: NewWriteFile(), args: map[string]any{"path": "n1/n2/f.txt", "content": "mine"},
 			change: func(t *testing.T, dir string) { symlink(t, "other", filepath.Join(dir, "n1")) },
 			check: func(t *testing.T, dir string) {
 				if _, err := os.Lstat(filepath.Join(dir, "other/n2")); !os.IsNotExist(err) {
 					t.Errorf("write created directories in the symlink's target: %v", err)
+				}
+			},
+		},
+		{
+			name: "write-file below a folder whose name became a file meanwhile",
+			tool: NewWriteFile(), args: map[string]any{"path": "n1/n2/f.txt", "content": "mine"},
+			change: func(t *testing.T, dir string) { writeFiles(t, dir, map[string]string{"n1": "a file"}) },
+			check: func(t *testing.T, dir string) {
+				if got := readHost(t, filepath.Join(dir, "n1")); got != "a file" {
+					t.Errorf("the file became %q", got)
 				}
 			},
 		},
@@ -230,5 +242,52 @@ func TestUnchangedTargetsRunAfterPrepare(t *testing.T) {
 	}
 	if got := readHost(t, filepath.Join(dir, "f.txt")); got != "new" {
 		t.Errorf("file = %q", got)
+	}
+}
+
+// A folder that another call created after this one was prepared is no
+// conflict: the write lands in it (the path is what policy decided).
+func TestWriteBelowAFolderAnotherCallCreatedMeanwhile(t *testing.T) {
+	env, dir := testEnv(t)
+	tool := NewWriteFile()
+	plan := mustPrepare(t, tool, env, map[string]any{"path": "n1/n2/f.txt", "content": "mine"})
+	if err := os.MkdirAll(filepath.Join(dir, "n1/n2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool.Run(t.Context(), env, plan.Artifact, tool.Spec().Limits); err != nil {
+		t.Fatalf("write below a folder created meanwhile: %v", err)
+	}
+	if got := readHost(t, filepath.Join(dir, "n1/n2/f.txt")); got != "mine" {
+		t.Errorf("file = %q", got)
+	}
+}
+
+// Concurrent first writes into one new folder all succeed (a chaos run
+// saw 2-14 of 1,000 fail with "directory appeared after prepare").
+func TestConcurrentFirstWritesIntoANewFolder(t *testing.T) {
+	env, dir := testEnv(t)
+	tool := NewWriteFile()
+	const n = 32
+	plans := make([]tools.Plan, n)
+	for i := range plans {
+		plans[i] = mustPrepare(t, tool, env, map[string]any{"path": fmt.Sprintf("new/deep/f%d.txt", i), "content": "x"})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = tool.Run(t.Context(), env, plans[i].Artifact, tool.Spec().Limits)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("write %d: %v", i, err)
+		}
+		if got := readHost(t, filepath.Join(dir, fmt.Sprintf("new/deep/f%d.txt", i))); got != "x" {
+			t.Errorf("f%d = %q", i, got)
+		}
 	}
 }

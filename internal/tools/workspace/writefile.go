@@ -209,21 +209,29 @@ func createPrepared(root *os.Root, r wspath.Resolved, lim tools.Limits, ws *tool
 	return f, nil
 }
 
-// mkdirChild creates directory name in dir and opens it, refusing one that
-// already existed (it did not at prepare time) or was swapped after mkdir.
+// mkdirChild creates directory name in dir and opens it. A directory of
+// that name that appeared meanwhile (another call writing into the same
+// new folder) is used as it is — policy decided the path, and two calls
+// creating one folder is no conflict — but anything else there (a
+// symlink, a file) or a directory swapped after the check is a changed
+// target. Only what it created is given the workspace's owner.
 func mkdirChild(dir *os.Root, name string, ws *tools.Workspace) (*os.Root, error) {
+	created := true
 	if err := dir.Mkdir(name, newDirPerm); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, errChanged("directory appeared after prepare")
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("workspace: mkdir: %w", err)
 		}
-		return nil, fmt.Errorf("workspace: mkdir: %w", err)
+		created = false
 	}
 	li, err := dir.Lstat(name)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: lstat: %w", err)
 	}
 	if !li.IsDir() {
-		return nil, errChanged("created directory was replaced")
+		if created {
+			return nil, errChanged("created directory was replaced")
+		}
+		return nil, errChanged("something other than a directory appeared after prepare")
 	}
 	sub, err := dir.OpenRoot(name)
 	if err != nil {
@@ -234,7 +242,7 @@ func mkdirChild(dir *os.Root, name string, ws *tools.Workspace) (*os.Root, error
 		sub.Close()
 		return nil, errChanged("created directory was replaced")
 	}
-	if uid, gid, ok := ws.Owner(); ok {
+	if uid, gid, ok := ws.Owner(); ok && created {
 		if err := sub.Chown(".", uid, gid); err != nil {
 			sub.Close()
 			return nil, fmt.Errorf("workspace: chown: %w", err)
