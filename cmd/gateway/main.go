@@ -324,7 +324,7 @@ func policyTest(args []string, stdout, stderr io.Writer) int {
 func policyCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy check", stderr)
 	file := fs.String("config", "", "configuration file: also check that every enabled tool can be offered")
-	tests := fs.String("tests", "", "folder of the pack's Rego tests (default: DIR_test when it exists): also report rules no test input fires")
+	tests := fs.String("tests", "", "folder of the pack's Rego tests (default: DIR_test when it exists): they must pass, and rules no test input fires are reported")
 	if err := parse(fs, args); err != nil {
 		return exitUsage
 	}
@@ -357,8 +357,23 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p.String())
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(stdout, "%d problem(s) in %s\n", len(problems), dir)
+	n := len(problems)
+	if len(opts.TestDirs) > 0 {
+		// The pack's own tests must pass too: a pack whose tests fail or
+		// error is not ok (their report shows which).
+		var report strings.Builder
+		passed, err := decision.RunTests(context.Background(), append([]string{dir}, opts.TestDirs...), &report, decision.TestOptions{})
+		if err != nil {
+			fmt.Fprintf(stderr, "gateway policy check: the tests: %v\n", err)
+			return exitUsage
+		}
+		if !passed {
+			fmt.Fprintf(stdout, "the pack's tests (%s) do not pass:\n%s", strings.Join(opts.TestDirs, ", "), report.String())
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(stdout, "%d problem(s) in %s\n", n, dir)
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", dir)

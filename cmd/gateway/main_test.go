@@ -121,6 +121,30 @@ func TestPolicyCheckReportsToolsNoRuleOffersAndRulesNoTestFires(t *testing.T) {
 	}
 }
 
+// A pack whose own tests fail or error is not ok, with --tests or its
+// DIR_test sibling, and the report names the failing test.
+func TestPolicyCheckFailsWhenThePacksTestsFail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pack")
+	os.MkdirAll(dir, 0o755)
+	os.MkdirAll(dir+"_test", 0o755)
+	os.WriteFile(filepath.Join(dir, "a.rego"), []byte("package toolgate.availability\n\nallow if input.tool.name == \"read-file\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": input.tool.name == \"read-file\"}\n"), 0o644)
+	pass := "package t\n\ntest_offered if data.toolgate.availability.allow with input as {\"tool\": {\"name\": \"read-file\"}}\n\n" +
+		"test_allowed if data.toolgate.authz.decision.allow with input as {\"tool\": {\"name\": \"read-file\"}}\n\n" +
+		"test_denied if not data.toolgate.authz.decision.allow with input as {\"tool\": {\"name\": \"x\"}}\n"
+	os.WriteFile(filepath.Join(dir+"_test", "a_test.rego"), []byte(pass), 0o644)
+	if code, out, errs := runCLI(t, "policy", "check", dir); code != 0 || !strings.Contains(out, ": ok") {
+		t.Fatalf("passing tests: exit %d:\n%s%s", code, out, errs)
+	}
+	os.WriteFile(filepath.Join(dir+"_test", "b_test.rego"), []byte("package t\n\ntest_wrong if data.toolgate.authz.decision.allow with input as {\"tool\": {\"name\": \"x\"}}\n"), 0o644)
+	for _, args := range [][]string{{"policy", "check", dir}, {"policy", "check", "--tests", dir + "_test", dir}} {
+		code, out, errs := runCLI(t, args...)
+		if code != 1 || !strings.Contains(out, "data.t.test_wrong: FAIL") || !strings.Contains(out, "1 problem(s)") || strings.Contains(out, ": ok") {
+			t.Fatalf("%v with a failing test: exit %d:\n%s%s", args, code, out, errs)
+		}
+	}
+}
+
 // serve raises the GC target unless the operator set GOGC.
 func TestTuneGCRespectsGOGC(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
