@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/jwks"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 // Defaults applied by Load to keys the file leaves out.
@@ -29,10 +33,6 @@ const (
 	// DefaultSigningKeyName is the file name of the default
 	// audit.signing_key_file.
 	DefaultSigningKeyName = "audit-signing.key"
-	DefaultTenantClaim    = "tenant"
-	DefaultRolesClaim     = "roles"
-	DefaultGroupsClaim    = "groups"
-	DefaultLeeway         = 30 * time.Second
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultMaxArgDepth    = 32
 	DefaultTimeout        = 30 * time.Second
@@ -47,9 +47,6 @@ const (
 	DefaultIdempotencyTTL = 24 * time.Hour
 	DefaultPollInterval   = 30 * time.Second
 	DefaultPollMaxBackoff = 5 * time.Minute
-	// DefaultSampleRatio is telemetry.sample_ratio's default: every trace
-	// started here is recorded (when an exporter is configured at all).
-	DefaultSampleRatio = 1.0
 )
 
 // DefaultTenantLongPolls bounds a tenant's waiting long polls per replica
@@ -114,15 +111,6 @@ func Load(file string) (*Config, error) {
 	return cfg, nil
 }
 
-// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
-const (
-	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
-	DefaultJWKSRefresh = 5 * time.Minute
-	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
-	// default.
-	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
-)
-
 // defaults returns a Config holding every default; decoding overlays the
 // file on top of it.
 func defaults() *Config {
@@ -139,13 +127,13 @@ func defaults() *Config {
 			CheckpointInterval: DefaultCheckpointInterval,
 		},
 		Auth: Auth{JWT: JWT{
-			TenantClaim: DefaultTenantClaim,
-			RolesClaim:  DefaultRolesClaim,
-			GroupsClaim: DefaultGroupsClaim,
-			Leeway:      DefaultLeeway,
+			TenantClaim: auth.DefaultTenantClaim,
+			RolesClaim:  auth.DefaultRolesClaim,
+			GroupsClaim: auth.DefaultGroupsClaim,
+			Leeway:      auth.DefaultLeeway,
 
-			JWKSRefresh:           DefaultJWKSRefresh,
-			JWKSUnknownKIDRefresh: DefaultJWKSUnknownKIDRefresh,
+			JWKSRefresh:           jwks.DefaultRefresh,
+			JWKSUnknownKIDRefresh: jwks.DefaultUnknownKIDRefresh,
 		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
@@ -165,7 +153,7 @@ func defaults() *Config {
 		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},
 		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
 			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
-		Telemetry: Telemetry{SampleRatio: DefaultSampleRatio},
+		Telemetry: Telemetry{SampleRatio: telemetry.DefaultSampleRatio},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/quota"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 var (
@@ -74,7 +75,7 @@ func (v *validator) config(c *Config) {
 // URL that ends up in logs.
 func (v *validator) telemetry(t Telemetry) {
 	if t.OTLPEndpoint != "" {
-		if problem := CheckOTLPEndpoint(t.OTLPEndpoint); problem != "" {
+		if problem := telemetry.CheckEndpoint(t.OTLPEndpoint); problem != "" {
 			v.add("telemetry.otlp_endpoint", "%s", problem)
 		}
 	}
@@ -84,27 +85,6 @@ func (v *validator) telemetry(t Telemetry) {
 	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
 		v.add("telemetry.sample_ratio", "must be from 0 to 1, got %g", t.SampleRatio)
 	}
-}
-
-// CheckOTLPEndpoint says what is wrong with an OTLP/HTTP collector URL
-// (telemetry.otlp_endpoint, or the OTEL_EXPORTER_OTLP_*ENDPOINT variables),
-// "" when nothing is.
-func CheckOTLPEndpoint(raw string) string {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
-		return "must be an http(s) URL with a host, e.g. \"http://otel-collector:4318\""
-	case u.User != nil:
-		return "must not carry credentials (put them in OTEL_EXPORTER_OTLP_HEADERS)"
-	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "?") || strings.HasSuffix(raw, "#"):
-		return "must not have a query or fragment"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "port must be a number from 1 to 65535"
-		}
-	}
-	return ""
 }
 
 // bundleAlgorithms are the signature algorithms OPA verifies bundles with.
