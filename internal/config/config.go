@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -163,7 +164,7 @@ type TenantLimits struct {
 
 // CPUWeight is tenant's share of a contended CPU against other tenants:
 // its own tenants.<name>.limits.cpu_weight, else limits.cpu_weight, else
-// DefaultCPUWeight (a Config built by hand).
+// sandbox.DefaultCPUWeight (a Config built by hand).
 func (c *Config) CPUWeight(tenant string) int {
 	if n := c.Tenants[tenant].Limits.CPUWeight; n != nil && *n > 0 {
 		return *n
@@ -171,7 +172,7 @@ func (c *Config) CPUWeight(tenant string) int {
 	if c.Limits.CPUWeight > 0 {
 		return c.Limits.CPUWeight
 	}
-	return DefaultCPUWeight
+	return sandbox.DefaultCPUWeight
 }
 
 // WorkspaceBytes is the disk space tenant's workspace may take: its own
