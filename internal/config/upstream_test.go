@@ -77,6 +77,8 @@ func TestUpstreamDeclarationErrorsNameTheKey(t *testing.T) {
 			"tools.upstream[0].name", "invalid tool name"},
 		{"name too long", withAssertion(upstreamConfig("name: maintenance-window", "name: "+strings.Repeat("a", 65))),
 			"tools.upstream[0].name", "invalid tool name"},
+		{"doubled hyphen", withAssertion(upstreamConfig("name: maintenance-window", "name: maintenance--window")),
+			"tools.upstream[0].name", "invalid tool name"},
 		{"name of a built-in", withAssertion(upstreamConfig("name: maintenance-window", "name: read-file")),
 			"tools.upstream[0].name", `duplicate tool "read-file" (also tools.builtin[0])`},
 		{"missing schema", withAssertion(upstreamConfig("      input_schema:\n        type: object\n        additionalProperties: false\n        required: [service_id]\n        properties:\n          service_id: {type: string, minLength: 1, maxLength: 64}\n          days: {type: integer, minimum: 1, maximum: 90, default: 7}\n", "")),

@@ -14,11 +14,11 @@ import (
 
 	"github.com/toolgate/toolgate/internal/quota"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 var (
 	tenantName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-	toolName   = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	chainID    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	sha256Hex  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	keywordDSN = regexp.MustCompile(`^[a-z_]+\s*=`)
@@ -446,8 +446,8 @@ func (v *validator) tools(t Tools) map[string]string {
 	names := map[string]string{}
 	for i, name := range t.Builtin {
 		key := fmt.Sprintf("tools.builtin[%d]", i)
-		if !toolName.MatchString(name) {
-			v.add(key, "invalid tool name %q: use lower-case letters and digits, separated by single '-'", name)
+		if !tools.ValidName(name) {
+			v.add(key, "invalid tool name %q: use %s", name, tools.NameRule)
 			continue
 		}
 		if first, dup := seen[name]; dup {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 var (
@@ -47,8 +48,8 @@ func (v *validator) upstreams(c *Config, seen map[string]string) {
 		switch {
 		case u.Name == "":
 			v.add(key+".name", "required")
-		case len(u.Name) > 64 || !toolName.MatchString(u.Name):
-			v.add(key+".name", "invalid tool name %q: use 1 to 64 bytes of lower-case letters and digits, separated by single '-'", u.Name)
+		case !tools.ValidName(u.Name):
+			v.add(key+".name", "invalid tool name %q: use %s", u.Name, tools.NameRule)
 		default:
 			if first, dup := seen[u.Name]; dup {
 				v.add(key+".name", "duplicate tool %q (also %s)", u.Name, first)
