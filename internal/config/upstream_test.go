@@ -1,9 +1,13 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/prepare"
 )
 
 // upstreamYAML declares one valid upstream tool; tests derive bad ones.
@@ -139,4 +143,54 @@ func TestDuplicateUpstreamToolIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `tools.upstream[1].name: duplicate tool "maintenance-window" (also tools.upstream[0])`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// A "$ref" outside the schema (a file, a URL, a relative document) is
+// refused at load, naming the "$ref" and its line, exactly as the gateway
+// would refuse it at start (prepare compiles schemas without a loader);
+// a reference inside the schema loads.
+func TestInputSchemaExternalRefIsRefusedWithItsLine(t *testing.T) {
+	const old = "          service_id: {type: string, minLength: 1, maxLength: 64}\n"
+	// A schema file that exists and is valid: a loader would read it.
+	valid := filepath.Join(t.TempDir(), "id.json")
+	if err := os.WriteFile(valid, []byte(`{"type":"string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + valid, "file:///etc/hosts", "https://schemas.example/id.json", "id.json", "file:///etc/hosts#/x"} {
+		t.Run(ref, func(t *testing.T) {
+			y := withAssertion(upstreamConfig(old, "          service_id:\n            $ref: \""+ref+"\"\n"))
+			_, file := fixture(t, y)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			wantLine := 0
+			for i, l := range strings.Split(y, "\n") {
+				if strings.Contains(l, "$ref:") {
+					wantLine = i + 1
+				}
+			}
+			const key = `tools.upstream[0].input_schema.properties.service_id["$ref"]`
+			for _, e := range configErrors(t, err) {
+				if e.Key == key && strings.Contains(e.Problem, "external schema references are not loaded") {
+					if e.Line != wantLine {
+						t.Fatalf("line %d, want %d: %v", e.Line, wantLine, e)
+					}
+					return
+				}
+			}
+			t.Fatalf("no error for %s in:\n%v", key, err)
+		})
+	}
+	t.Run("inside the schema", func(t *testing.T) {
+		y := withAssertion(upstreamConfig(old, "          service_id: {$ref: \"#/$defs/id\"}\n        $defs:\n          id: {type: string, minLength: 1}\n"))
+		_, file := fixture(t, y)
+		cfg, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := prepare.CompileInputSchema("toolgate:///tools/x/input.json", string(cfg.Tools.Upstream[0].InputSchema)); err != nil {
+			t.Fatalf("prepare refuses what config loaded: %v", err)
+		}
+	})
 }
