@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,9 +36,14 @@ func TestValidName(t *testing.T) {
 		{"réad", false},
 		{"read-file\n", false},
 	}
+	pattern := regexp.MustCompile(NamePattern)
 	for _, tt := range tests {
 		if got := ValidName(tt.name); got != tt.ok {
 			t.Errorf("ValidName(%q) = %v, want %v", tt.name, got, tt.ok)
+		}
+		// The published pattern (with maxLength) says the same.
+		if got := pattern.MatchString(tt.name) && len(tt.name) <= MaxNameBytes; got != tt.ok {
+			t.Errorf("NamePattern on %q = %v, want %v", tt.name, got, tt.ok)
 		}
 	}
 }

@@ -184,6 +184,11 @@ var ErrTargetChanged = errors.New("target changed between prepare and invoke")
 // MaxNameBytes is the longest tool name.
 const MaxNameBytes = 64
 
+// NamePattern is the tool-name rule as a regular expression (RE2 and
+// ECMA-262 alike), for JSON Schemas that publish it; with a length of at
+// most MaxNameBytes it accepts exactly what ValidName accepts.
+const NamePattern = `^[a-z0-9]+(?:-[a-z0-9]+)*$`
+
 // NameRule says the tool-name rule in words, for error messages.
 const NameRule = "1 to 64 bytes of lower-case letters and digits, separated by single '-'"
 
