@@ -81,9 +81,7 @@ func Load(file string) (*Config, error) {
 		return nil, err
 	}
 	cfg.File = abs
-	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
-		cfg.Audit.DSN = DefaultAuditDSN
-	}
+	applyAuditDefaults(cfg)
 	applyUpstreamDefaults(cfg)
 	applyMCPDefaults(cfg, filepath.Dir(abs))
 	resolvePaths(cfg, filepath.Dir(abs))
@@ -139,6 +137,13 @@ func defaults() *Config {
 			MemoryBytes: sandbox.DefaultMemoryBytes, MaxProcesses: sandbox.DefaultMaxProcesses, CPUSeconds: sandbox.DefaultCPUSeconds,
 			FileSizeBytes: sandbox.DefaultFileSizeBytes, OpenFiles: sandbox.DefaultOpenFiles, MemoryCgroup: true},
 		Telemetry: Telemetry{SampleRatio: telemetry.DefaultSampleRatio},
+	}
+}
+
+// applyAuditDefaults gives the defaults that depend on the driver.
+func applyAuditDefaults(cfg *Config) {
+	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
+		cfg.Audit.DSN = DefaultAuditDSN
 	}
 }
 
