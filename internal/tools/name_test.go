@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,17 @@ func TestValidNameOfCapsTheLength(t *testing.T) {
 		if got := ValidNameOf(tt.name, tt.max); got != tt.ok {
 			t.Errorf("ValidNameOf(%q, %d) = %v, want %v", tt.name, tt.max, got, tt.ok)
 		}
+	}
+}
+
+// The public API description publishes the same rule for Tool.name.
+func TestOpenAPIPublishesTheNameRule(t *testing.T) {
+	spec, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "name: {type: string, maxLength: " + strconv.Itoa(MaxNameBytes) + ", pattern: '" + NamePattern + "'}"
+	if !strings.Contains(string(spec), want) {
+		t.Errorf("api/openapi.yaml does not describe Tool.name as %s", want)
 	}
 }
