@@ -86,15 +86,3 @@ func Depaware(t *testing.T, forbidden []string, hint string) {
 			DepawareFile, strings.Join(append(added, removed...), "\n"))
 	}
 }
-
-// Without is list without the packages named in drop: a front door's
-// known, reasoned exception, written where its test is.
-func Without(list []string, drop ...string) []string {
-	var out []string
-	for _, p := range list {
-		if !slices.Contains(drop, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -12,10 +12,3 @@ func TestDepsListsOnlyModulePackages(t *testing.T) {
 		t.Errorf("Deps = %v, want [internal/archtest]", got)
 	}
 }
-
-func TestWithoutDropsOnlyTheNamed(t *testing.T) {
-	got := Without([]string{"internal/a", "internal/config", "internal/b"}, "internal/config")
-	if !slices.Equal(got, []string{"internal/a", "internal/b"}) {
-		t.Errorf("Without = %v", got)
-	}
-}

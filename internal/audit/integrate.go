@@ -43,7 +43,9 @@ import (
 
 // Integration defaults.
 const (
-	defaultCheckpointInterval = time.Second
+	// DefaultCheckpointInterval is how soon a signed checkpoint covers a
+	// new event unless configured.
+	DefaultCheckpointInterval = time.Second
 	defaultIntegrateInterval  = 200 * time.Millisecond
 	defaultIntegrateBatch     = 1024
 	// closeIntegrateTimeout bounds the last integration pass of Close.
@@ -106,7 +108,7 @@ func newIntegrator(l *Log, opts LogOptions) (*integrator, error) {
 		seen: map[string]tlog.Checkpoint{}, warned: map[string]time.Time{}, work: map[string]bool{},
 	}
 	if in.interval <= 0 {
-		in.interval = defaultCheckpointInterval
+		in.interval = DefaultCheckpointInterval
 	}
 	if in.every <= 0 {
 		in.every = defaultIntegrateInterval

@@ -129,15 +129,23 @@ type pending struct {
 	result chan error // buffered: the writer never blocks on a waiter
 }
 
+// Defaults of LogOptions.
+const (
+	// DefaultQueueSize is how many appends may wait before Append refuses.
+	DefaultQueueSize = 4096
+	// DefaultMaxBatch is how many events one transaction writes at most.
+	DefaultMaxBatch = 256
+)
+
 // NewLog starts a Log on store: its writer and its integrator
 // goroutines; Close stops them. Close does not close the store: its
 // opener owns it.
 func NewLog(store Store, opts LogOptions) (*Log, error) {
 	if opts.QueueSize <= 0 {
-		opts.QueueSize = 4096
+		opts.QueueSize = DefaultQueueSize
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
+		opts.MaxBatch = DefaultMaxBatch
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -25,7 +25,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/identity"
 )
 
@@ -84,7 +83,7 @@ func jwksJSON(t testing.TB, k keys) []byte {
 
 type setup struct {
 	secret []byte
-	cfg    *config.Config
+	cfg    *Config
 }
 
 // newSetup writes an HS256 secret and a JWKS into a temp dir and returns a
@@ -105,35 +104,33 @@ func newSetup(t testing.TB) setup {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testAPIKey))
-	cfg := &config.Config{
-		Auth: config.Auth{
-			JWT: config.JWT{
-				HS256SecretFile: secretFile,
-				JWKSFile:        jwksFile,
-				Issuer:          testIssuer,
-				Audience:        testAudience,
-				TenantClaim:     "tenant",
-				RolesClaim:      "roles",
-				GroupsClaim:     "groups",
-				Leeway:          30 * time.Second,
-			},
-			APIKeys: []config.APIKey{{
-				ID: "ci-bot", SHA256: hex.EncodeToString(sum[:]), Tenant: "acme",
-				Roles: []string{"agent"}, Groups: []string{"bots"},
-			}},
+	cfg := &Config{
+		JWT: JWT{
+			HS256SecretFile: secretFile,
+			JWKSFile:        jwksFile,
+			Issuer:          testIssuer,
+			Audience:        testAudience,
+			TenantClaim:     "tenant",
+			RolesClaim:      "roles",
+			GroupsClaim:     "groups",
+			Leeway:          30 * time.Second,
 		},
-		Tenants: map[string]config.Tenant{"acme": {}, "globex": {}},
+		APIKeys: []APIKey{{
+			ID: "ci-bot", SHA256: hex.EncodeToString(sum[:]), Tenant: "acme",
+			Roles: []string{"agent"}, Groups: []string{"bots"},
+		}},
+		Tenants: []string{"acme", "globex"},
 	}
 	return setup{secret: secret, cfg: cfg}
 }
 
-func (s setup) authenticator(t testing.TB, edit func(*config.Config)) *Authenticator {
+func (s setup) authenticator(t testing.TB, edit func(*Config)) *Authenticator {
 	t.Helper()
 	cfg := *s.cfg
 	if edit != nil {
 		edit(&cfg)
 	}
-	a, err := NewAuthenticator(&cfg, WithClock(func() time.Time { return now }))
+	a, err := NewAuthenticator(cfg, WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +192,7 @@ func TestJWTVerification(t *testing.T) {
 	s := newSetup(t)
 	k := testKeys()
 	full := s.authenticator(t, nil)
-	jwksOnly := s.authenticator(t, func(c *config.Config) { c.Auth.JWT.HS256SecretFile = "" })
+	jwksOnly := s.authenticator(t, func(c *Config) { c.JWT.HS256SecretFile = "" })
 	rsaPubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: must(x509.MarshalPKIXPublicKey(&k.rsa.PublicKey))})
 
 	tests := []struct {
@@ -244,7 +241,7 @@ func TestJWTVerification(t *testing.T) {
 		{"audience in a list", full,
 			sign(t, jwt.SigningMethodHS256, "", with(func(c jwt.MapClaims) { c["aud"] = []string{"other", testAudience} }), s.secret), ""},
 		{"iss and aud optional when not configured",
-			s.authenticator(t, func(c *config.Config) { c.Auth.JWT.Issuer, c.Auth.JWT.Audience = "", "" }),
+			s.authenticator(t, func(c *Config) { c.JWT.Issuer, c.JWT.Audience = "", "" }),
 			sign(t, jwt.SigningMethodHS256, "", with(func(c jwt.MapClaims) { delete(c, "iss"); delete(c, "aud") }), s.secret), ""},
 		{"missing tenant claim", full,
 			sign(t, jwt.SigningMethodHS256, "", with(func(c jwt.MapClaims) { delete(c, "tenant") }), s.secret), ReasonMissingTenant},
@@ -364,7 +361,7 @@ func TestAPIKeys(t *testing.T) {
 		t.Errorf("error message carries the token: %v", err)
 	}
 
-	orphan := s.authenticator(t, func(c *config.Config) { c.Tenants = map[string]config.Tenant{"globex": {}} })
+	orphan := s.authenticator(t, func(c *Config) { c.Tenants = []string{"globex"} })
 	_, err = orphan.AuthenticateHeader("Bearer " + testAPIKey)
 	wantReason(t, err, ReasonUnknownTenant)
 }
@@ -433,18 +430,18 @@ func TestNewAuthenticatorFailsOnUnusableKeys(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		edit func(*config.Config)
+		edit func(*Config)
 	}{
-		{"missing secret file", func(c *config.Config) { c.Auth.JWT.HS256SecretFile = filepath.Join(dir, "absent") }},
-		{"short secret", func(c *config.Config) { c.Auth.JWT.HS256SecretFile = short }},
-		{"bad jwks", func(c *config.Config) { c.Auth.JWT.JWKSFile = badJWKS }},
-		{"nothing configured", func(c *config.Config) { c.Auth = config.Auth{} }},
+		{"missing secret file", func(c *Config) { c.JWT.HS256SecretFile = filepath.Join(dir, "absent") }},
+		{"short secret", func(c *Config) { c.JWT.HS256SecretFile = short }},
+		{"bad jwks", func(c *Config) { c.JWT.JWKSFile = badJWKS }},
+		{"nothing configured", func(c *Config) { *c = Config{Tenants: c.Tenants} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := *s.cfg
 			tt.edit(&cfg)
-			if _, err := NewAuthenticator(&cfg); err == nil {
+			if _, err := NewAuthenticator(cfg); err == nil {
 				t.Error("NewAuthenticator succeeded")
 			}
 		})
@@ -460,7 +457,7 @@ func TestSingleKeyJWKSAcceptsTokenWithoutKid(t *testing.T) {
 	if err := os.WriteFile(file, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := s.authenticator(t, func(c *config.Config) { c.Auth.JWT.JWKSFile = file })
+	a := s.authenticator(t, func(c *Config) { c.JWT.JWKSFile = file })
 	if _, err := a.AuthenticateHeader("Bearer " + sign(t, jwt.SigningMethodES256, "", baseClaims(), k.ec)); err != nil {
 		t.Errorf("refused: %v", err)
 	}
@@ -523,9 +520,9 @@ func TestEnsureHS256Secret(t *testing.T) {
 
 func TestMintHS256RoundTrip(t *testing.T) {
 	s := newSetup(t)
-	a := s.authenticator(t, func(c *config.Config) {
-		c.Auth.JWT.TenantClaim = "org"
-		c.Auth.JWT.RolesClaim = "perms"
+	a := s.authenticator(t, func(c *Config) {
+		c.JWT.TenantClaim = "org"
+		c.JWT.RolesClaim = "perms"
 	})
 	tok, err := MintHS256(s.secret, MintClaims{
 		Tenant: "globex", Subject: "bob", Roles: []string{"auditor", "agent"}, TTL: time.Hour,
@@ -543,7 +540,7 @@ func TestMintHS256RoundTrip(t *testing.T) {
 	}
 
 	// Past its TTL a minted token is refused.
-	later, err := NewAuthenticator(s.cfg, WithClock(func() time.Time { return now.Add(2 * time.Hour) }))
+	later, err := NewAuthenticator(*s.cfg, WithClock(func() time.Time { return now.Add(2 * time.Hour) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +588,7 @@ func BenchmarkAuthenticateHS256(b *testing.B) {
 		cache int
 	}{{"cached", defaultTokenCacheSize}, {"uncached", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := NewAuthenticator(s.cfg, WithClock(func() time.Time { return now }), WithTokenCache(bc.cache))
+			a, err := NewAuthenticator(*s.cfg, WithClock(func() time.Time { return now }), WithTokenCache(bc.cache))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,16 +13,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks"
 )
 
 const (
-	defaultTenantClaim = "tenant"
-	defaultRolesClaim  = "roles"
-	defaultGroupsClaim = "groups"
-
 	// maxTokenBytes bounds the work an unauthenticated caller can cause
 	// (hashing, base64 and JSON decoding).
 	maxTokenBytes = 8 << 10
@@ -84,7 +79,7 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
 
-// NewAuthenticator builds an Authenticator from a loaded config. It reads
+// NewAuthenticator builds an Authenticator from cfg. It reads
 // the HS256 secret file and the JWKS file when they are configured (call
 // EnsureHS256Secret first to create a dev secret), and fails if a key is
 // unusable or no credential kind is configured.
@@ -93,22 +88,22 @@ func WithClock(now func() time.Time) Option {
 // fail or wait: its keys load in the background, and until they have,
 // tokens that need them are refused (ReasonKeysNotLoaded) and KeyStatus
 // says so. Close stops the refreshing.
-func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err error) {
+func NewAuthenticator(cfg Config, opts ...Option) (_ *Authenticator, err error) {
 	o := options{now: time.Now, cacheSize: defaultTokenCacheSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j := cfg.Auth.JWT
+	j := cfg.JWT
 	a := &Authenticator{
-		tenantClaim: orDefault(j.TenantClaim, defaultTenantClaim),
-		rolesClaim:  orDefault(j.RolesClaim, defaultRolesClaim),
-		groupsClaim: orDefault(j.GroupsClaim, defaultGroupsClaim),
+		tenantClaim: orDefault(j.TenantClaim, DefaultTenantClaim),
+		rolesClaim:  orDefault(j.RolesClaim, DefaultRolesClaim),
+		groupsClaim: orDefault(j.GroupsClaim, DefaultGroupsClaim),
 		tenants:     make(map[string]struct{}, len(cfg.Tenants)),
 		cache:       newTokenCache(o.cacheSize),
 		now:         o.now,
 		leeway:      j.Leeway,
 	}
-	for name := range cfg.Tenants {
+	for _, name := range cfg.Tenants {
 		a.tenants[name] = struct{}{}
 	}
 	defer func() {
@@ -146,7 +141,7 @@ func NewAuthenticator(cfg *config.Config, opts ...Option) (_ *Authenticator, err
 	if a.keys != nil {
 		a.methods = append(a.methods, a.keys.Algorithms()...)
 	}
-	for i, k := range cfg.Auth.APIKeys {
+	for i, k := range cfg.APIKeys {
 		d, err := hex.DecodeString(k.SHA256)
 		if err != nil || len(d) != sha256.Size {
 			return nil, fmt.Errorf("auth.api_keys[%d]: sha256 is not a hex SHA-256 digest", i)

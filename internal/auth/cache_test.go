@@ -21,7 +21,7 @@ func newClock(t time.Time) *clockAt { c := &clockAt{}; c.set(t); return c }
 func TestCachedTokenKeepsItsValidityWindow(t *testing.T) {
 	s := newSetup(t)
 	clk := newClock(now)
-	a, err := NewAuthenticator(s.cfg, WithClock(clk.now))
+	a, err := NewAuthenticator(*s.cfg, WithClock(clk.now))
 	if err != nil {
 		t.Fatal(err)
 	}

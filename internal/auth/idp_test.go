@@ -12,7 +12,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/jwks/jwkstest"
 )
@@ -36,18 +35,18 @@ func idpWith(idp *jwkstest.IdP, edit func(jwt.MapClaims)) jwt.MapClaims {
 // oidcAuthenticator verifies tokens of idp (discovered from its issuer)
 // besides the HS256 secret of s. No clock is injected: key refreshes run
 // on the real one.
-func oidcAuthenticator(t *testing.T, s setup, idp *jwkstest.IdP, edit func(*config.JWT)) *Authenticator {
+func oidcAuthenticator(t *testing.T, s setup, idp *jwkstest.IdP, edit func(*JWT)) *Authenticator {
 	t.Helper()
 	cfg := *s.cfg
-	cfg.Auth.JWT.JWKSFile = ""
-	cfg.Auth.JWT.Issuer = ""
-	cfg.Auth.JWT.OIDCIssuer = idp.Issuer()
-	cfg.Auth.JWT.JWKSRefresh = time.Hour
-	cfg.Auth.JWT.JWKSUnknownKIDRefresh = time.Hour
+	cfg.JWT.JWKSFile = ""
+	cfg.JWT.Issuer = ""
+	cfg.JWT.OIDCIssuer = idp.Issuer()
+	cfg.JWT.JWKSRefresh = time.Hour
+	cfg.JWT.JWKSUnknownKIDRefresh = time.Hour
 	if edit != nil {
-		edit(&cfg.Auth.JWT)
+		edit(&cfg.JWT)
 	}
-	a, err := NewAuthenticator(&cfg)
+	a, err := NewAuthenticator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +107,7 @@ func TestJWKSURLTokens(t *testing.T) {
 	s := newSetup(t)
 	k1 := jwkstest.NewKey("k1", "EdDSA")
 	idp := jwkstest.New(t, k1)
-	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) {
+	a := oidcAuthenticator(t, s, idp, func(j *JWT) {
 		j.OIDCIssuer, j.JWKSURL, j.Issuer = "", idp.JWKSURL(), "https://issuer.test"
 	})
 	authOK(t, a, k1.Sign(idpWith(idp, func(c jwt.MapClaims) { c["iss"] = "https://issuer.test" })))
@@ -184,7 +183,7 @@ func TestDiscoveryWithAnotherIssuerRefusesItsTokens(t *testing.T) {
 	k1 := jwkstest.NewKey("k1", "ES256")
 	idp := jwkstest.New(t, k1)
 	idp.SetDiscoveryIssuer("https://evil.example")
-	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) { j.JWKSUnknownKIDRefresh = time.Second })
+	a := oidcAuthenticator(t, s, idp, func(j *JWT) { j.JWKSUnknownKIDRefresh = time.Second })
 
 	_, err := a.AuthenticateHeader("Bearer " + k1.Sign(idpClaims(idp)))
 	wantReason(t, err, ReasonKeysNotLoaded)
@@ -205,7 +204,7 @@ func TestCachedTokenDoesNotOutliveItsKey(t *testing.T) {
 	s := newSetup(t)
 	k1, k2 := jwkstest.NewKey("k1", "ES256"), jwkstest.NewKey("k2", "ES256")
 	idp := jwkstest.New(t, k1, k2)
-	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) { j.JWKSRefresh = 50 * time.Millisecond })
+	a := oidcAuthenticator(t, s, idp, func(j *JWT) { j.JWKSRefresh = 50 * time.Millisecond })
 	tok := k1.Sign(idpClaims(idp))
 	authOK(t, a, tok)
 	authOK(t, a, tok)
@@ -236,7 +235,7 @@ func TestProviderDownAtStart(t *testing.T) {
 	k1 := jwkstest.NewKey("k1", "ES256")
 	idp := jwkstest.New(t, k1)
 	idp.SetStatus(http.StatusBadGateway)
-	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) { j.JWKSUnknownKIDRefresh = time.Second })
+	a := oidcAuthenticator(t, s, idp, func(j *JWT) { j.JWKSUnknownKIDRefresh = time.Second })
 	tok := k1.Sign(idpClaims(idp))
 	_, err := a.AuthenticateHeader("Bearer " + tok)
 	wantReason(t, err, ReasonKeysNotLoaded)
@@ -267,7 +266,7 @@ func hs256(secret []byte, header, payload string) string {
 // claims are otherwise good.
 func TestCritAndDuplicateMembersAreRefused(t *testing.T) {
 	s := newSetup(t)
-	a := s.authenticator(t, func(c *config.Config) { c.Auth.JWT.Issuer = "" })
+	a := s.authenticator(t, func(c *Config) { c.JWT.Issuer = "" })
 	claims := func(tenant string) string {
 		return fmt.Sprintf(`"aud":%q,"sub":"alice",%s"exp":%d`, testAudience, tenant, now.Add(time.Hour).Unix())
 	}
@@ -338,8 +337,8 @@ func BenchmarkAuthenticateIdP(b *testing.B) {
 	}{{"cached", defaultTokenCacheSize}, {"uncached", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := *s.cfg
-			cfg.Auth.JWT.JWKSFile, cfg.Auth.JWT.Issuer, cfg.Auth.JWT.OIDCIssuer = "", "", idp.Issuer()
-			a, err := NewAuthenticator(&cfg, WithTokenCache(bc.cache))
+			cfg.JWT.JWKSFile, cfg.JWT.Issuer, cfg.JWT.OIDCIssuer = "", "", idp.Issuer()
+			a, err := NewAuthenticator(cfg, WithTokenCache(bc.cache))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -363,7 +362,7 @@ func TestTokensCannotBringTheirOwnKeys(t *testing.T) {
 	idp := jwkstest.New(t, k1)
 	attacker := jwkstest.NewKey("evil", "ES256")
 	evil := jwkstest.New(t, attacker)
-	a := oidcAuthenticator(t, s, idp, func(j *config.JWT) { j.HS256SecretFile = "" })
+	a := oidcAuthenticator(t, s, idp, func(j *JWT) { j.HS256SecretFile = "" })
 	authOK(t, a, k1.Sign(idpClaims(idp)))
 
 	for _, tt := range []struct {

@@ -39,8 +39,8 @@ func MintHS256(secret []byte, c MintClaims, now time.Time) (string, error) {
 	if c.TTL <= 0 {
 		return "", errors.New("mint: ttl must be positive")
 	}
-	tenantClaim := orDefault(c.TenantClaim, defaultTenantClaim)
-	rolesClaim := orDefault(c.RolesClaim, defaultRolesClaim)
+	tenantClaim := orDefault(c.TenantClaim, DefaultTenantClaim)
+	rolesClaim := orDefault(c.RolesClaim, DefaultRolesClaim)
 	if registered[tenantClaim] || registered[rolesClaim] || tenantClaim == rolesClaim {
 		return "", fmt.Errorf("mint: claim names %q and %q must be distinct and not registered JWT claims", tenantClaim, rolesClaim)
 	}

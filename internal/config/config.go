@@ -4,7 +4,14 @@
 // config file's folder.
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/telemetry"
+)
 
 // Config is the whole gateway.yaml.
 type Config struct {
@@ -114,42 +121,21 @@ type Auth struct {
 	Assertion Assertion `yaml:"assertion"`
 }
 
-// JWT configures bearer JWT verification.
-type JWT struct {
-	HS256SecretFile string        `yaml:"hs256_secret_file"` // created on first start if missing
-	JWKSFile        string        `yaml:"jwks_file"`         // RS256 / ES256 / EdDSA public keys
-	Issuer          string        `yaml:"issuer"`
-	Audience        string        `yaml:"audience"`
-	TenantClaim     string        `yaml:"tenant_claim"` // default "tenant"
-	RolesClaim      string        `yaml:"roles_claim"`  // default "roles"
-	GroupsClaim     string        `yaml:"groups_claim"` // default "groups"
-	Leeway          time.Duration `yaml:"leeway"`       // clock skew allowed, default 30s
+// JWT configures bearer JWT verification; auth owns it.
+type JWT = auth.JWT
 
-	// JWKSURL is an identity provider's JWK Set, fetched at start and
-	// refreshed (https, or http on a loopback host).
-	JWKSURL string `yaml:"jwks_url"`
-	// OIDCIssuer is an OpenID Connect issuer: its discovery document
-	// (<issuer>/.well-known/openid-configuration) must name exactly this
-	// issuer and gives the jwks_uri. Tokens verified by its keys must carry
-	// it as "iss". At most one of JWKSFile, JWKSURL and OIDCIssuer is set.
-	OIDCIssuer string `yaml:"oidc_issuer"`
-	// JWKSRefresh is how often a fetched key set is fetched again
-	// (default 5m).
-	JWKSRefresh time.Duration `yaml:"jwks_refresh"`
-	// JWKSUnknownKIDRefresh is the shortest time between two fetches
-	// caused by tokens naming a key id the set does not hold (default
-	// 10s), so that garbage tokens cannot make the gateway hammer the
-	// identity provider.
-	JWKSUnknownKIDRefresh time.Duration `yaml:"jwks_unknown_kid_refresh"`
-}
+// APIKey is a service principal; auth owns it.
+type APIKey = auth.APIKey
 
-// APIKey is a service principal. Only the SHA-256 of the key is stored.
-type APIKey struct {
-	ID     string   `yaml:"id"`
-	SHA256 string   `yaml:"sha256"`
-	Tenant string   `yaml:"tenant"`
-	Roles  []string `yaml:"roles"`
-	Groups []string `yaml:"groups"`
+// AuthConfig is what the authenticator needs: the auth section (jwt,
+// api_keys) and the names of the configured tenants, sorted.
+func (c *Config) AuthConfig() auth.Config {
+	tenants := make([]string, 0, len(c.Tenants))
+	for name := range c.Tenants {
+		tenants = append(tenants, name)
+	}
+	slices.Sort(tenants)
+	return auth.Config{JWT: c.Auth.JWT, APIKeys: c.Auth.APIKeys, Tenants: tenants}
 }
 
 // Tenant configures one tenant.
@@ -178,7 +164,7 @@ type TenantLimits struct {
 
 // CPUWeight is tenant's share of a contended CPU against other tenants:
 // its own tenants.<name>.limits.cpu_weight, else limits.cpu_weight, else
-// DefaultCPUWeight (a Config built by hand).
+// sandbox.DefaultCPUWeight (a Config built by hand).
 func (c *Config) CPUWeight(tenant string) int {
 	if n := c.Tenants[tenant].Limits.CPUWeight; n != nil && *n > 0 {
 		return *n
@@ -186,7 +172,7 @@ func (c *Config) CPUWeight(tenant string) int {
 	if c.Limits.CPUWeight > 0 {
 		return c.Limits.CPUWeight
 	}
-	return DefaultCPUWeight
+	return sandbox.DefaultCPUWeight
 }
 
 // WorkspaceBytes is the disk space tenant's workspace may take: its own
@@ -322,23 +308,5 @@ type Debug struct {
 	PprofListen string `yaml:"pprof_listen"`
 }
 
-// Telemetry configures OpenTelemetry tracing (docs/operations.md
-// "Tracing"). Nothing is exported unless an OTLP endpoint is set, here or
-// in the standard environment variables.
-type Telemetry struct {
-	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, as
-	// OTEL_EXPORTER_OTLP_ENDPOINT (spans are posted to <url>/v1/traces),
-	// e.g. "http://otel-collector:4318". It wins over that variable; the
-	// other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
-	// compression, certificates) still apply. "" exports only when
-	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
-	// set.
-	OTLPEndpoint string `yaml:"otlp_endpoint"`
-	// ServiceName is the service.name resource attribute of exported
-	// spans. Default: OTEL_SERVICE_NAME when set, else "toolgate".
-	ServiceName string `yaml:"service_name"`
-	// SampleRatio is the share (0 to 1) of the traces this gateway starts
-	// that are recorded and exported; default 1. A request with a
-	// traceparent follows its caller's sampled flag (parent-based).
-	SampleRatio float64 `yaml:"sample_ratio"`
-}
+// Telemetry configures OpenTelemetry tracing; telemetry owns it.
+type Telemetry = telemetry.Config

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/sandbox"
 )
 
 // limits.cpu_weight and its per-tenant override: every bad value is an
@@ -42,7 +44,7 @@ func TestCPUWeight(t *testing.T) {
 		t.Errorf("acme %d (want 400), other %d (want 50)", cfg.CPUWeight("acme"), cfg.CPUWeight("other"))
 	}
 	_, file = fixture(t, goodYAML)
-	if cfg, err = Load(file); err != nil || cfg.Limits.CPUWeight != DefaultCPUWeight || (&Config{}).CPUWeight("x") != DefaultCPUWeight {
+	if cfg, err = Load(file); err != nil || cfg.Limits.CPUWeight != sandbox.DefaultCPUWeight || (&Config{}).CPUWeight("x") != sandbox.DefaultCPUWeight {
 		t.Errorf("defaults: %v %+v", err, cfg.Limits)
 	}
 }

@@ -25,6 +25,7 @@ func (d *decoder) decodeJSON(n *yaml.Node, v reflect.Value, path string) {
 }
 
 func (d *decoder) writeJSON(enc *jsontext.Encoder, n *yaml.Node, path string) bool {
+	d.lines[path] = n.Line // so that a problem inside the value has its line
 	fail := func(format string, args ...any) bool {
 		d.p.add(n.Line, path, format, args...)
 		return false

@@ -13,55 +13,36 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/internal/api"
+	"github.com/toolgate/toolgate/internal/audit"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/decision"
+	"github.com/toolgate/toolgate/internal/invoke"
+	"github.com/toolgate/toolgate/internal/jwks"
+	"github.com/toolgate/toolgate/internal/pipeline"
+	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
-// Defaults applied by Load to keys the file leaves out.
+// Defaults applied by Load to keys the file leaves out that no other
+// package owns. The others are their owners' exported defaults (auth,
+// jwks, audit, decision, prepare, invoke, pipeline, api, sandbox,
+// telemetry), which defaults() names.
 const (
-	DefaultListen         = "127.0.0.1:8080"
-	DefaultReloadDebounce = 250 * time.Millisecond
-	DefaultDecisionCache  = 4096
-	DefaultAuditDriver    = "sqlite"
-	DefaultAuditDSN       = "var/audit.db" // sqlite only
-	DefaultQueueSize      = 4096
-	DefaultMaxBatch       = 256
-	// DefaultCheckpointInterval is audit.checkpoint_interval's default.
-	DefaultCheckpointInterval = time.Second
+	DefaultListen      = "127.0.0.1:8080"
+	DefaultAuditDriver = "sqlite"
+	DefaultAuditDSN    = "var/audit.db" // sqlite only
 	// DefaultSigningKeyName is the file name of the default
 	// audit.signing_key_file.
 	DefaultSigningKeyName = "audit-signing.key"
-	DefaultTenantClaim    = "tenant"
-	DefaultRolesClaim     = "roles"
-	DefaultGroupsClaim    = "groups"
-	DefaultLeeway         = 30 * time.Second
 	DefaultMaxBodyBytes   = 1 << 20
-	DefaultMaxArgDepth    = 32
-	DefaultTimeout        = 30 * time.Second
-	DefaultMaxOutputBytes = 64 << 10
-	DefaultMaxBatchCalls  = 32
-	DefaultTenantConc     = 8
-	DefaultTenantCommands = 8
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
 	DefaultApprovalTTL    = time.Hour
-	// DefaultIdempotencyTTL is limits.idempotency_ttl's default.
-	DefaultIdempotencyTTL = 24 * time.Hour
-	DefaultPollInterval   = 30 * time.Second
-	DefaultPollMaxBackoff = 5 * time.Minute
-	// DefaultSampleRatio is telemetry.sample_ratio's default: every trace
-	// started here is recorded (when an exporter is configured at all).
-	DefaultSampleRatio = 1.0
-)
-
-// DefaultTenantLongPolls bounds a tenant's waiting long polls per replica
-// (limits.tenant_long_polls); DefaultMaxPending its pending held calls and
-// questions (approvals.max_pending).
-const (
-	DefaultTenantLongPolls = 100
-	DefaultMaxPending      = 1000
 	// DefaultWorkspaceBytes is limits.workspace_bytes's default: 1 GiB.
 	DefaultWorkspaceBytes = 1 << 30
-	// DefaultCPUWeight is limits.cpu_weight's default (sandbox's too).
-	DefaultCPUWeight = 100
 )
 
 // Load reads, decodes and validates the YAML configuration in file.
@@ -100,9 +81,7 @@ func Load(file string) (*Config, error) {
 		return nil, err
 	}
 	cfg.File = abs
-	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
-		cfg.Audit.DSN = DefaultAuditDSN
-	}
+	applyAuditDefaults(cfg)
 	applyUpstreamDefaults(cfg)
 	applyMCPDefaults(cfg, filepath.Dir(abs))
 	resolvePaths(cfg, filepath.Dir(abs))
@@ -114,58 +93,57 @@ func Load(file string) (*Config, error) {
 	return cfg, nil
 }
 
-// Defaults of the remote key sets of auth.jwt (jwks_url, oidc_issuer).
-const (
-	// DefaultJWKSRefresh is auth.jwt.jwks_refresh's default.
-	DefaultJWKSRefresh = 5 * time.Minute
-	// DefaultJWKSUnknownKIDRefresh is auth.jwt.jwks_unknown_kid_refresh's
-	// default.
-	DefaultJWKSUnknownKIDRefresh = 10 * time.Second
-)
-
 // defaults returns a Config holding every default; decoding overlays the
 // file on top of it.
 func defaults() *Config {
 	watch := true
 	return &Config{
 		Listen: DefaultListen,
-		Policy: Policy{Watch: &watch, ReloadDebounce: DefaultReloadDebounce, DecisionCache: DefaultDecisionCache,
-			PollInterval: DefaultPollInterval, PollMaxBackoff: DefaultPollMaxBackoff},
+		Policy: Policy{Watch: &watch, ReloadDebounce: decision.DefaultReloadDebounce, DecisionCache: decision.DefaultCacheSize,
+			PollInterval: decision.DefaultPollInterval, PollMaxBackoff: decision.DefaultPollMaxBackoff},
 		Audit: Audit{
 			Driver:    DefaultAuditDriver,
-			QueueSize: DefaultQueueSize,
-			MaxBatch:  DefaultMaxBatch,
+			QueueSize: audit.DefaultQueueSize,
+			MaxBatch:  audit.DefaultMaxBatch,
 
-			CheckpointInterval: DefaultCheckpointInterval,
+			CheckpointInterval: audit.DefaultCheckpointInterval,
 		},
 		Auth: Auth{JWT: JWT{
-			TenantClaim: DefaultTenantClaim,
-			RolesClaim:  DefaultRolesClaim,
-			GroupsClaim: DefaultGroupsClaim,
-			Leeway:      DefaultLeeway,
+			TenantClaim: auth.DefaultTenantClaim,
+			RolesClaim:  auth.DefaultRolesClaim,
+			GroupsClaim: auth.DefaultGroupsClaim,
+			Leeway:      auth.DefaultLeeway,
 
-			JWKSRefresh:           DefaultJWKSRefresh,
-			JWKSUnknownKIDRefresh: DefaultJWKSUnknownKIDRefresh,
+			JWKSRefresh:           jwks.DefaultRefresh,
+			JWKSUnknownKIDRefresh: jwks.DefaultUnknownKIDRefresh,
 		}, Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}},
 		Limits: Limits{
 			MaxBodyBytes:   DefaultMaxBodyBytes,
-			MaxArgDepth:    DefaultMaxArgDepth,
-			DefaultTimeout: DefaultTimeout,
-			MaxOutputBytes: DefaultMaxOutputBytes,
+			MaxArgDepth:    prepare.DefaultMaxDepth,
+			DefaultTimeout: invoke.DefaultTimeout,
+			MaxOutputBytes: invoke.DefaultMaxOutputBytes,
 
-			MaxBatchCalls:     DefaultMaxBatchCalls,
-			TenantConcurrency: DefaultTenantConc,
-			TenantCommands:    DefaultTenantCommands,
-			IdempotencyTTL:    DefaultIdempotencyTTL,
-			TenantLongPolls:   DefaultTenantLongPolls,
+			MaxBatchCalls:     api.DefaultMaxBatchCalls,
+			TenantConcurrency: pipeline.DefaultTenantConcurrency,
+			TenantCommands:    invoke.DefaultTenantCommands,
+			IdempotencyTTL:    pipeline.DefaultKeyTTL,
+			TenantLongPolls:   pipeline.DefaultMaxTenantPolls,
 			WorkspaceBytes:    DefaultWorkspaceBytes,
-			CPUWeight:         DefaultCPUWeight,
+			CPUWeight:         sandbox.DefaultCPUWeight,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
-		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: DefaultMaxPending},
-		Sandbox: Sandbox{Mode: "jail", UID: 65534, GID: 65534,
-			MemoryBytes: 1 << 30, MaxProcesses: 128, CPUSeconds: 120, FileSizeBytes: 1 << 30, OpenFiles: 1024, MemoryCgroup: true},
-		Telemetry: Telemetry{SampleRatio: DefaultSampleRatio},
+		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: pipeline.DefaultMaxPending},
+		Sandbox: Sandbox{Mode: sandbox.ModeJail, UID: sandbox.DefaultUID, GID: sandbox.DefaultGID,
+			MemoryBytes: sandbox.DefaultMemoryBytes, MaxProcesses: sandbox.DefaultMaxProcesses, CPUSeconds: sandbox.DefaultCPUSeconds,
+			FileSizeBytes: sandbox.DefaultFileSizeBytes, OpenFiles: sandbox.DefaultOpenFiles, MemoryCgroup: true},
+		Telemetry: Telemetry{SampleRatio: telemetry.DefaultSampleRatio},
+	}
+}
+
+// applyAuditDefaults gives the defaults that depend on the driver.
+func applyAuditDefaults(cfg *Config) {
+	if cfg.Audit.DSN == "" && cfg.Audit.Driver == "sqlite" {
+		cfg.Audit.DSN = DefaultAuditDSN
 	}
 }
 

@@ -162,6 +162,8 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			replace("    workspace: var/workspaces/acme", "    workspace: var/workspaces/acme\n  beta:\n    workspace: var/workspaces/acme/inner\n    seed: seeds/demo"),
 			19, "tenants.beta.workspace", `overlaps the workspace of tenant "acme"`},
 		{"invalid tool name", replace("[read-file, write-file]", "[Read_File]"), 19, "tools.builtin[0]", "invalid tool name"},
+		{"doubled hyphen in a tool name", replace("[read-file, write-file]", "[read--file]"), 19, "tools.builtin[0]", "invalid tool name"},
+		{"tool name too long", replace("[read-file, write-file]", "["+strings.Repeat("r", 65)+"]"), 19, "tools.builtin[0]", "invalid tool name"},
 		{"duplicate tool", replace("[read-file, write-file]", "[read-file, read-file]"), 19, "tools.builtin[1]", `duplicate tool "read-file"`},
 		{"bad driver", replace("  driver: sqlite", "  driver: mysql"), 5, "audit.driver", `must be sqlite or postgres, got "mysql"`},
 		{"postgres without dsn", replace("  driver: sqlite\n  dsn: var/audit.db", "  driver: postgres"), 4, "audit.dsn", "required for the postgres driver"},

@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // Defaults of MCP upstreams (tools.mcp).
@@ -89,8 +90,6 @@ func (u MCPUpstream) Pinned() bool { return u.Pin == nil || *u.Pin }
 // MCPLockFile is where `gateway mcp pin` writes the pins of cfg.
 func (c *Config) MCPLockFile() string { return filepath.Join(filepath.Dir(c.File), MCPLockFileName) }
 
-var mcpNamespace = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
-
 func applyMCPDefaults(c *Config, base string) {
 	for i := range c.Tools.MCP {
 		u := &c.Tools.MCP[i]
@@ -135,7 +134,7 @@ func (v *validator) mcpUpstreams(c *Config) {
 		switch {
 		case u.Name == "":
 			v.add(key+".name", "required")
-		case len(u.Name) > maxMCPNamespaceBytes || !mcpNamespace.MatchString(u.Name) || strings.Contains(u.Name, "--"):
+		case !tools.ValidNameOf(u.Name, maxMCPNamespaceBytes):
 			v.add(key+".name", "invalid namespace %q: use 1 to %d bytes of lower-case letters and digits, separated by single '-'", u.Name, maxMCPNamespaceBytes)
 		default:
 			if first, dup := seen[u.Name]; dup {

@@ -53,6 +53,8 @@ func TestMCPUpstreamErrorsNameTheKey(t *testing.T) {
 	tests := []struct{ name, yaml, key, problem string }{
 		{"no name", mcpConfig("    - name: notes\n      url", "    - url"), "tools.mcp[0].name", "required"},
 		{"bad namespace", mcpConfig("name: notes", "name: Notes_1"), "tools.mcp[0].name", "invalid namespace"},
+		{"doubled hyphen in namespace", mcpConfig("name: notes", "name: no--tes"), "tools.mcp[0].name", "invalid namespace"},
+		{"namespace too long", mcpConfig("name: notes", "name: "+strings.Repeat("n", 33)), "tools.mcp[0].name", "invalid namespace"},
 		{"duplicate namespace", mcpConfig("name: files", "name: notes"), "tools.mcp[1].name", "duplicate MCP upstream"},
 		{"url and command", mcpConfig("      url: http://127.0.0.1:8082/mcp\n", "      url: http://127.0.0.1:8082/mcp\n      command: [x]\n"), "tools.mcp[0]", "exclude each other"},
 		{"neither", mcpConfig("      url: http://127.0.0.1:8082/mcp\n      headers: {X-Api-Key: k-1}\n", ""), "tools.mcp[0]", "needs url"},

@@ -1,9 +1,13 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/prepare"
 )
 
 // upstreamYAML declares one valid upstream tool; tests derive bad ones.
@@ -77,6 +81,8 @@ func TestUpstreamDeclarationErrorsNameTheKey(t *testing.T) {
 			"tools.upstream[0].name", "invalid tool name"},
 		{"name too long", withAssertion(upstreamConfig("name: maintenance-window", "name: "+strings.Repeat("a", 65))),
 			"tools.upstream[0].name", "invalid tool name"},
+		{"doubled hyphen", withAssertion(upstreamConfig("name: maintenance-window", "name: maintenance--window")),
+			"tools.upstream[0].name", "invalid tool name"},
 		{"name of a built-in", withAssertion(upstreamConfig("name: maintenance-window", "name: read-file")),
 			"tools.upstream[0].name", `duplicate tool "read-file" (also tools.builtin[0])`},
 		{"missing schema", withAssertion(upstreamConfig("      input_schema:\n        type: object\n        additionalProperties: false\n        required: [service_id]\n        properties:\n          service_id: {type: string, minLength: 1, maxLength: 64}\n          days: {type: integer, minimum: 1, maximum: 90, default: 7}\n", "")),
@@ -137,4 +143,54 @@ func TestDuplicateUpstreamToolIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `tools.upstream[1].name: duplicate tool "maintenance-window" (also tools.upstream[0])`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// A "$ref" outside the schema (a file, a URL, a relative document) is
+// refused at load, naming the "$ref" and its line, exactly as the gateway
+// would refuse it at start (prepare compiles schemas without a loader);
+// a reference inside the schema loads.
+func TestInputSchemaExternalRefIsRefusedWithItsLine(t *testing.T) {
+	const old = "          service_id: {type: string, minLength: 1, maxLength: 64}\n"
+	// A schema file that exists and is valid: a loader would read it.
+	valid := filepath.Join(t.TempDir(), "id.json")
+	if err := os.WriteFile(valid, []byte(`{"type":"string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + valid, "file:///etc/hosts", "https://schemas.example/id.json", "id.json", "file:///etc/hosts#/x"} {
+		t.Run(ref, func(t *testing.T) {
+			y := withAssertion(upstreamConfig(old, "          service_id:\n            $ref: \""+ref+"\"\n"))
+			_, file := fixture(t, y)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			wantLine := 0
+			for i, l := range strings.Split(y, "\n") {
+				if strings.Contains(l, "$ref:") {
+					wantLine = i + 1
+				}
+			}
+			const key = `tools.upstream[0].input_schema.properties.service_id["$ref"]`
+			for _, e := range configErrors(t, err) {
+				if e.Key == key && strings.Contains(e.Problem, "external schema references are not loaded") {
+					if e.Line != wantLine {
+						t.Fatalf("line %d, want %d: %v", e.Line, wantLine, e)
+					}
+					return
+				}
+			}
+			t.Fatalf("no error for %s in:\n%v", key, err)
+		})
+	}
+	t.Run("inside the schema", func(t *testing.T) {
+		y := withAssertion(upstreamConfig(old, "          service_id: {$ref: \"#/$defs/id\"}\n        $defs:\n          id: {type: string, minLength: 1}\n"))
+		_, file := fixture(t, y)
+		cfg, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := prepare.CompileInputSchema("toolgate:///tools/x/input.json", string(cfg.Tools.Upstream[0].InputSchema)); err != nil {
+			t.Fatalf("prepare refuses what config loaded: %v", err)
+		}
+	})
 }

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/quota"
+	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 var (
 	tenantName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-	toolName   = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	chainID    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	sha256Hex  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	keywordDSN = regexp.MustCompile(`^[a-z_]+\s*=`)
@@ -74,7 +75,7 @@ func (v *validator) config(c *Config) {
 // URL that ends up in logs.
 func (v *validator) telemetry(t Telemetry) {
 	if t.OTLPEndpoint != "" {
-		if problem := CheckOTLPEndpoint(t.OTLPEndpoint); problem != "" {
+		if problem := telemetry.CheckEndpoint(t.OTLPEndpoint); problem != "" {
 			v.add("telemetry.otlp_endpoint", "%s", problem)
 		}
 	}
@@ -84,27 +85,6 @@ func (v *validator) telemetry(t Telemetry) {
 	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
 		v.add("telemetry.sample_ratio", "must be from 0 to 1, got %g", t.SampleRatio)
 	}
-}
-
-// CheckOTLPEndpoint says what is wrong with an OTLP/HTTP collector URL
-// (telemetry.otlp_endpoint, or the OTEL_EXPORTER_OTLP_*ENDPOINT variables),
-// "" when nothing is.
-func CheckOTLPEndpoint(raw string) string {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
-		return "must be an http(s) URL with a host, e.g. \"http://otel-collector:4318\""
-	case u.User != nil:
-		return "must not carry credentials (put them in OTEL_EXPORTER_OTLP_HEADERS)"
-	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "?") || strings.HasSuffix(raw, "#"):
-		return "must not have a query or fragment"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "port must be a number from 1 to 65535"
-		}
-	}
-	return ""
 }
 
 // bundleAlgorithms are the signature algorithms OPA verifies bundles with.
@@ -466,8 +446,8 @@ func (v *validator) tools(t Tools) map[string]string {
 	names := map[string]string{}
 	for i, name := range t.Builtin {
 		key := fmt.Sprintf("tools.builtin[%d]", i)
-		if !toolName.MatchString(name) {
-			v.add(key, "invalid tool name %q: use lower-case letters and digits, separated by single '-'", name)
+		if !tools.ValidName(name) {
+			v.add(key, "invalid tool name %q: use %s", name, tools.NameRule)
 			continue
 		}
 		if first, dup := seen[name]; dup {

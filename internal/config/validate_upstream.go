@@ -2,13 +2,19 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/internal/prepare"
+	"github.com/toolgate/toolgate/internal/tools"
 )
 
 var (
@@ -47,8 +53,8 @@ func (v *validator) upstreams(c *Config, seen map[string]string) {
 		switch {
 		case u.Name == "":
 			v.add(key+".name", "required")
-		case len(u.Name) > 64 || !toolName.MatchString(u.Name):
-			v.add(key+".name", "invalid tool name %q: use 1 to 64 bytes of lower-case letters and digits, separated by single '-'", u.Name)
+		case !tools.ValidName(u.Name):
+			v.add(key+".name", "invalid tool name %q: use %s", u.Name, tools.NameRule)
 		default:
 			if first, dup := seen[u.Name]; dup {
 				v.add(key+".name", "duplicate tool %q (also %s)", u.Name, first)
@@ -83,29 +89,74 @@ func (v *validator) inputSchema(key string, raw JSON) map[string]any {
 		v.add(key, "required: a JSON Schema (2020-12) with \"type\": \"object\"")
 		return nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	// The compiler prepare uses at start, so that what loads here starts.
+	const loc = "toolgate:///config/input.json"
+	_, obj, err := prepare.CompileInputSchema(loc, string(raw))
+	var ext *prepare.ExternalRefError
+	switch {
+	case err == nil:
+	case errors.Is(err, prepare.ErrSchemaNotJSON):
 		v.add(key, "not a JSON value: %v", err)
 		return nil
-	}
-	obj, ok := doc.(map[string]any)
-	if !ok || obj["type"] != "object" {
+	case errors.Is(err, prepare.ErrSchemaNotObject):
 		v.add(key, "must be a JSON Schema object with \"type\": \"object\" (arguments are a JSON object)")
 		return nil
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	const loc = "toolgate:///config/input.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		v.add(key, "invalid schema: %v", err)
+	case errors.As(err, &ext):
+		// Name the "$ref" itself, with its line, when it can be found.
+		refKey := key
+		if k := externalRef(key, loc, ext.URL, schemaDoc(raw)); k != "" {
+			refKey = k
+		}
+		v.add(refKey, "%s", strings.ReplaceAll(ext.Error(), loc, "input_schema"))
 		return nil
-	}
-	if _, err := c.Compile(loc); err != nil {
+	default:
 		v.add(key, "invalid schema: %s", strings.ReplaceAll(err.Error(), loc, "input_schema"))
 		return nil
 	}
 	props, _ := obj["properties"].(map[string]any)
 	return props
+}
+
+// schemaDoc decodes a schema's JSON text (nil when it is not JSON).
+func schemaDoc(raw JSON) any {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil
+	}
+	return doc
+}
+
+// externalRef returns the key path (below key) of the first "$ref" or
+// "$schema" of doc that, resolved against loc, names resource; ""
+// when there is none. Keys are walked in sorted order.
+func externalRef(key, loc, resource string, doc any) string {
+	base, err := url.Parse(loc)
+	if err != nil {
+		return ""
+	}
+	switch d := doc.(type) {
+	case map[string]any:
+		for _, name := range slices.Sorted(maps.Keys(d)) {
+			if ref, ok := d[name].(string); ok && (name == "$ref" || name == "$schema") {
+				if u, err := base.Parse(ref); err == nil {
+					u.Fragment, u.RawFragment = "", ""
+					if u.String() == resource {
+						return joinKey(key, name)
+					}
+				}
+			}
+			if k := externalRef(joinKey(key, name), loc, resource, d[name]); k != "" {
+				return k
+			}
+		}
+	case []any:
+		for i, item := range d {
+			if k := externalRef(fmt.Sprintf("%s[%d]", key, i), loc, resource, item); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 func (v *validator) resources(key string, list []map[string]string, props map[string]any) {

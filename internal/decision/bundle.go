@@ -29,16 +29,28 @@ type BundleOptions struct {
 	// the bundle's config has no signing block; here keys always mean
 	// signed.)
 	Verification *bundle.VerificationConfig
-	// PollInterval is how often a URL is polled; default 30s.
+	// PollInterval is how often a URL is polled; default
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	// MaxBackoff bounds the wait after failed polls, which doubles from
-	// PollInterval; default 5m.
+	// PollInterval; default DefaultPollMaxBackoff.
 	MaxBackoff time.Duration
 	// Client fetches URL bundles; default: a client with a 30s timeout.
 	Client *http.Client
 	// MaxBytes bounds a bundle; default 64 MiB.
 	MaxBytes int64
 }
+
+// Defaults of the policy source.
+const (
+	// DefaultReloadDebounce is how long a policy folder must be quiet
+	// before it is reloaded.
+	DefaultReloadDebounce = 250 * time.Millisecond
+	// DefaultPollInterval is how often a bundle URL is polled.
+	DefaultPollInterval = 30 * time.Second
+	// DefaultPollMaxBackoff bounds the wait after failed bundle polls.
+	DefaultPollMaxBackoff = 5 * time.Minute
+)
 
 // IsURL reports whether the location is a bundle server URL.
 func (b *BundleOptions) IsURL() bool {
@@ -189,11 +201,11 @@ func bundleSource(raw []byte, vc *bundle.VerificationConfig) (*source, []Problem
 func (e *Engine) pollBundle(ctx context.Context) error {
 	interval := e.bundle.PollInterval
 	if interval <= 0 {
-		interval = 30 * time.Second
+		interval = DefaultPollInterval
 	}
 	maxBackoff := e.bundle.MaxBackoff
 	if maxBackoff < interval {
-		maxBackoff = max(interval, 5*time.Minute)
+		maxBackoff = max(interval, DefaultPollMaxBackoff)
 	}
 	wait := interval
 	t := time.NewTimer(wait)

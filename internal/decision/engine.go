@@ -89,7 +89,7 @@ func NewEngine(opts Options) *Engine {
 		e.now = time.Now
 	}
 	if e.debounce <= 0 {
-		e.debounce = 250 * time.Millisecond
+		e.debounce = DefaultReloadDebounce
 	}
 	return e
 }

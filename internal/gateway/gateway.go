@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	m := metrics.New(g.registry)
 
 	// Tracing: exported only when a collector is configured.
-	g.tracing, err = telemetry.Open(ctx, telemetry.Options{Telemetry: cfg.Telemetry, Logger: log})
+	g.tracing, err = telemetry.Open(ctx, telemetry.Options{Config: cfg.Telemetry, Logger: log})
 	if err != nil {
 		return nil, &config.Error{File: cfg.File, Key: "telemetry", Problem: err.Error()}
 	}
@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 			log.Info("created a development HS256 secret", "file", f)
 		}
 	}
-	authn, err := auth.NewAuthenticator(cfg, auth.WithLogger(log), auth.WithClock(g.now))
+	authn, err := auth.NewAuthenticator(cfg.AuthConfig(), auth.WithLogger(log), auth.WithClock(g.now))
 	if err != nil {
 		return nil, err
 	}

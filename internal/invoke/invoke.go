@@ -50,6 +50,10 @@ const ActionCommand = "command.execute"
 const (
 	DefaultMaxConcurrent  = 64
 	DefaultTenantCommands = 8
+	// DefaultTimeout bounds a call whose tool and policy set no timeout.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxOutputBytes bounds the model-facing content of a result.
+	DefaultMaxOutputBytes = 64 << 10
 )
 
 // IsCommand reports whether calls of spec run programs (and so take a
@@ -67,10 +71,10 @@ type Invoker struct {
 // New returns an Invoker.
 func New(opts Options) *Invoker {
 	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = 30 * time.Second
+		opts.DefaultTimeout = DefaultTimeout
 	}
 	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = 64 << 10
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = DefaultMaxConcurrent

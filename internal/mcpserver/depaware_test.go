@@ -10,12 +10,7 @@ import (
 // are the checked-in depaware.txt: a change that makes it compile against
 // another package shows as a line in depaware.txt's diff (update it with
 // go test . -run Depaware -update). None is a store, an engine, the
-// pipeline or the configuration, however indirectly — but for one known
-// exception: internal/auth (the verified credential's errors) still
-// imports internal/config, until auth.NewAuthenticator takes an
-// auth.Config of its own (issue 22, "owners own their config"). When
-// that lands, internal/config leaves depaware.txt and this exception
-// goes.
+// pipeline or the configuration, however indirectly.
 func TestDepaware(t *testing.T) {
-	archtest.Depaware(t, archtest.Without(archtest.FrontDoorForbidden, "internal/config"), "a front door compiles against internal/service alone")
+	archtest.Depaware(t, archtest.FrontDoorForbidden, "a front door compiles against internal/service alone")
 }

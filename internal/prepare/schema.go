@@ -13,24 +13,63 @@ import (
 // The same text is what GET /v1/tools publishes, so the schema a model sees
 // is the schema enforced.
 func compileSchema(tool, text string) (*jsonschema.Schema, error) {
+	s, _, err := CompileInputSchema("toolgate:///tools/"+tool+"/input.json", text)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", tool, err)
+	}
+	return s, nil
+}
+
+// Problems of an input schema that CompileInputSchema reports.
+var (
+	ErrSchemaNotJSON   = errors.New("input schema is not JSON")
+	ErrSchemaNotObject = errors.New("input schema must be an object schema")
+	// ErrExternalRef matches the *ExternalRefError of a schema whose
+	// "$ref" (or "$schema") names a resource outside it.
+	ErrExternalRef = errors.New("external schema references are not loaded")
+)
+
+// ExternalRefError reports a "$ref" (or "$schema") that names a resource
+// outside the schema, a file or a URL: nothing is loaded.
+type ExternalRefError struct {
+	URL string // the resource, as resolved against the schema's location
+}
+
+func (e *ExternalRefError) Error() string {
+	return fmt.Sprintf("%q: external schema references are not loaded; only references inside the schema (such as \"#/$defs/x\") are", e.URL)
+}
+
+// Is makes an ExternalRefError match ErrExternalRef.
+func (e *ExternalRefError) Is(target error) bool { return target == ErrExternalRef }
+
+// CompileInputSchema is how every input schema is compiled, at start
+// (prepare), at config load (config) and for MCP tools (mcptool): text must
+// be a JSON object schema ("type": "object"), compiled as the resource loc
+// by NewSchemaCompiler, so a "$ref" outside the schema is refused
+// (ErrExternalRef). It returns the compiled schema and the decoded
+// document.
+func CompileInputSchema(loc, text string) (*jsonschema.Schema, map[string]any, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", tool, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrSchemaNotJSON, err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok || obj["type"] != "object" {
-		return nil, fmt.Errorf("tool %s: input schema must be an object schema", tool)
+		return nil, nil, ErrSchemaNotObject
 	}
 	c := NewSchemaCompiler()
-	url := "toolgate:///tools/" + tool + "/input.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("tool %s: %w", tool, err)
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, nil, err
 	}
-	s, err := c.Compile(url)
+	s, err := c.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: input schema: %w", tool, err)
+		var le *jsonschema.LoadURLError
+		if errors.As(err, &le) {
+			err = &ExternalRefError{URL: le.URL}
+		}
+		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
-	return s, nil
+	return s, obj, nil
 }
 
 // NewSchemaCompiler is the compiler of every input schema: JSON Schema
@@ -48,7 +87,7 @@ func NewSchemaCompiler() *jsonschema.Compiler {
 type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("external schema references are not loaded")
+	return nil, ErrExternalRef
 }
 
 // validate checks args against the schema and turns failures into

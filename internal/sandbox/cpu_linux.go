@@ -35,10 +35,6 @@ import (
 // MechanismCgroupCPU names per-tenant CPU weights in JailStatus.
 const MechanismCgroupCPU = "cgroup-cpu"
 
-// DefaultCPUWeight is a tenant's weight unless configured (cgroup v2's
-// default; v1 shares are weight×1024/100).
-const DefaultCPUWeight = 100
-
 // cpuCgroups keeps one CPU cgroup per tenant.
 type cpuCgroups struct {
 	dir string // .../<own cgroup>/toolgate-jails

@@ -41,6 +41,17 @@ const (
 	DefaultOpenFiles     = 1024
 )
 
+// DefaultCPUWeight is a tenant's weight unless configured (cgroup v2's
+// default; v1 shares are weight×1024/100).
+const DefaultCPUWeight = 100
+
+// DefaultUID and DefaultGID are the host ids programs run as when the
+// gateway runs as root and none are configured: nobody.
+const (
+	DefaultUID = 65534
+	DefaultGID = 65534
+)
+
 // Limits are the resource ceilings of one jailed program. Zero fields take
 // the defaults above.
 type Limits struct {
@@ -257,7 +268,7 @@ type JailerOptions struct {
 	// dispatch "sandbox-exec" to [Main]. "" means os.Executable().
 	Self string
 	// UID and GID are the host ids programs run as when the gateway runs
-	// as root (config sandbox.uid/gid); 0 means 65534 (nobody). A gateway
+	// as root (config sandbox.uid/gid); 0 means DefaultUID/DefaultGID. A gateway
 	// that is not root runs programs as its own uid, in a user namespace,
 	// without capabilities.
 	UID, GID int

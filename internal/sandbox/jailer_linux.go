@@ -85,10 +85,10 @@ func NewJailer(o JailerOptions) (*Jailer, JailStatus, error) {
 	if j.root {
 		j.uid, j.gid = o.UID, o.GID
 		if j.uid <= 0 {
-			j.uid = 65534
+			j.uid = DefaultUID
 		}
 		if j.gid <= 0 {
-			j.gid = 65534
+			j.gid = DefaultGID
 		}
 	}
 	if j.lifeR, j.lifeW, err = os.Pipe(); err != nil {

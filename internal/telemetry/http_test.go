@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/telemetry/otlptest"
 )
@@ -78,7 +77,7 @@ func TestMiddlewareWithExportOff(t *testing.T) {
 
 func TestMiddlewareWithExportOn(t *testing.T) {
 	rx := otlptest.New(t)
-	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL}, nil)
+	tr := open(t, telemetry.Config{OTLPEndpoint: rx.URL}, nil)
 	mw := telemetry.Middleware(tr.Provider())
 	sc := seen(t, mw, []string{callerHeader}, "")
 	if sc.TraceID().String() != callerTrace || sc.IsRemote() || sc.SpanID().String() == callerSpan {
@@ -165,7 +164,7 @@ func TestTransportWithExportOff(t *testing.T) {
 
 func TestTransportWithExportOn(t *testing.T) {
 	rx := otlptest.New(t)
-	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL}, nil)
+	tr := open(t, telemetry.Config{OTLPEndpoint: rx.URL}, nil)
 	got, _ := roundTrip(t, tr.Provider(), callerContext(t))
 	parts := strings.Split(got, "-")
 	if len(parts) != 4 || parts[1] != callerTrace || parts[2] == callerSpan {
@@ -180,7 +179,7 @@ func TestTransportWithExportOn(t *testing.T) {
 
 func TestStage(t *testing.T) {
 	rx := otlptest.New(t)
-	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL}, nil)
+	tr := open(t, telemetry.Config{OTLPEndpoint: rx.URL}, nil)
 	tracer := telemetry.Tracer(tr.Provider(), "test")
 	_, parent := tracer.Start(t.Context(), "request")
 	start := time.Unix(1700000000, 0)
@@ -210,7 +209,7 @@ func TestStage(t *testing.T) {
 // caller: they are cut, so a queue of spans cannot hold megabytes each.
 func TestRequestAttributesAreBounded(t *testing.T) {
 	rx := otlptest.New(t)
-	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL}, nil)
+	tr := open(t, telemetry.Config{OTLPEndpoint: rx.URL}, nil)
 	h := telemetry.Middleware(tr.Provider())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest("GET", "/v1/tools/"+strings.Repeat("a", 64<<10)+"/calls?x="+strings.Repeat("b", 64<<10), nil)
 	req.Header.Set("User-Agent", strings.Repeat("c", 64<<10))

@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -30,8 +32,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/toolgate/toolgate/internal/config"
 )
 
 // DefaultServiceName is service.name when neither telemetry.service_name
@@ -56,9 +56,57 @@ const TracesPath = "/v1/traces"
 // Propagator is the one propagation format: W3C trace context.
 var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
+// DefaultSampleRatio is telemetry.sample_ratio's default: every trace
+// started here is recorded (when an exporter is configured at all).
+const DefaultSampleRatio = 1.0
+
+// Config is the telemetry section of gateway.yaml (docs/operations.md
+// "Tracing"). Nothing is exported unless an OTLP endpoint is set, here or
+// in the standard environment variables.
+type Config struct {
+	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, as
+	// OTEL_EXPORTER_OTLP_ENDPOINT (spans are posted to <url>/v1/traces),
+	// e.g. "http://otel-collector:4318". It wins over that variable; the
+	// other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
+	// compression, certificates) still apply. "" exports only when
+	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
+	// set.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// ServiceName is the service.name resource attribute of exported
+	// spans. Default: OTEL_SERVICE_NAME when set, else DefaultServiceName.
+	ServiceName string `yaml:"service_name"`
+	// SampleRatio is the share (0 to 1) of the traces this gateway starts
+	// that are recorded and exported; default DefaultSampleRatio (the
+	// config loader applies it; 0 here records none). A request with a
+	// traceparent follows its caller's sampled flag (parent-based).
+	SampleRatio float64 `yaml:"sample_ratio"`
+}
+
+// CheckEndpoint says what is wrong with an OTLP/HTTP collector URL
+// (telemetry.otlp_endpoint, or the OTEL_EXPORTER_OTLP_*ENDPOINT variables),
+// "" when nothing is. Credentials belong in OTEL_EXPORTER_OTLP_HEADERS,
+// never in a URL that ends up in logs.
+func CheckEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
+		return "must be an http(s) URL with a host, e.g. \"http://otel-collector:4318\""
+	case u.User != nil:
+		return "must not carry credentials (put them in OTEL_EXPORTER_OTLP_HEADERS)"
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "?") || strings.HasSuffix(raw, "#"):
+		return "must not have a query or fragment"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "port must be a number from 1 to 65535"
+		}
+	}
+	return ""
+}
+
 // Options configure Open.
 type Options struct {
-	config.Telemetry
+	Config
 	// Logger receives export failures. Default: discard.
 	Logger *slog.Logger
 	// LookupEnv reads the environment (the OTEL_EXPORTER_OTLP_*ENDPOINT
@@ -90,7 +138,7 @@ func Open(ctx context.Context, o Options) (*Tracing, error) {
 	endpoint := ""
 	switch {
 	case o.OTLPEndpoint != "":
-		if problem := config.CheckOTLPEndpoint(o.OTLPEndpoint); problem != "" {
+		if problem := CheckEndpoint(o.OTLPEndpoint); problem != "" {
 			return nil, fmt.Errorf("telemetry.otlp_endpoint %s", problem)
 		}
 		endpoint = strings.TrimRight(o.OTLPEndpoint, "/") + TracesPath
@@ -101,7 +149,7 @@ func Open(ctx context.Context, o Options) (*Tracing, error) {
 			if !ok || v == "" {
 				continue
 			}
-			if problem := config.CheckOTLPEndpoint(v); problem != "" {
+			if problem := CheckEndpoint(v); problem != "" {
 				return nil, fmt.Errorf("environment variable %s %s", name, problem)
 			}
 			endpoint = v

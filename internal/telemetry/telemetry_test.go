@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/telemetry/otlptest"
 )
@@ -28,12 +27,12 @@ func env(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func open(t *testing.T, tc config.Telemetry, vars map[string]string) *telemetry.Tracing {
+func open(t *testing.T, tc telemetry.Config, vars map[string]string) *telemetry.Tracing {
 	t.Helper()
 	if tc.SampleRatio == 0 {
 		tc.SampleRatio = 1
 	}
-	tr, err := telemetry.Open(t.Context(), telemetry.Options{Telemetry: tc, LookupEnv: env(vars)})
+	tr, err := telemetry.Open(t.Context(), telemetry.Options{Config: tc, LookupEnv: env(vars)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +52,12 @@ func oneSpan(t *testing.T, tr *telemetry.Tracing, name string) trace.SpanContext
 }
 
 func TestNothingIsExportedByDefault(t *testing.T) {
-	tr := open(t, config.Telemetry{}, nil)
+	tr := open(t, telemetry.Config{}, nil)
 	if tr.Enabled() || tr.Provider() != nil || tr.Endpoint() != "" {
 		t.Fatalf("tracing on without an endpoint: %+v", tr)
 	}
 	// Empty variables are unset ones.
-	tr = open(t, config.Telemetry{}, map[string]string{telemetry.EnvEndpoint: "", telemetry.EnvTracesEndpoint: ""})
+	tr = open(t, telemetry.Config{}, map[string]string{telemetry.EnvEndpoint: "", telemetry.EnvTracesEndpoint: ""})
 	if tr.Enabled() {
 		t.Fatal("tracing on with empty endpoint variables")
 	}
@@ -75,7 +74,7 @@ func TestExportsToTheConfiguredCollector(t *testing.T) {
 	other := otlptest.New(t)
 	// The configured endpoint wins over the environment's; a trailing
 	// slash does not double the path.
-	tr := open(t, config.Telemetry{OTLPEndpoint: rx.URL + "/"}, map[string]string{telemetry.EnvEndpoint: other.URL})
+	tr := open(t, telemetry.Config{OTLPEndpoint: rx.URL + "/"}, map[string]string{telemetry.EnvEndpoint: other.URL})
 	if !tr.Enabled() || tr.Endpoint() != rx.URL+"/v1/traces" {
 		t.Fatalf("endpoint %q", tr.Endpoint())
 	}
@@ -95,7 +94,7 @@ func TestExportsToTheConfiguredCollector(t *testing.T) {
 func TestStandardEnvironmentVariables(t *testing.T) {
 	t.Run("OTEL_EXPORTER_OTLP_ENDPOINT is a base URL", func(t *testing.T) {
 		rx := otlptest.New(t)
-		tr := open(t, config.Telemetry{}, map[string]string{telemetry.EnvEndpoint: rx.URL, "OTEL_SERVICE_NAME": "gw-eu"})
+		tr := open(t, telemetry.Config{}, map[string]string{telemetry.EnvEndpoint: rx.URL, "OTEL_SERVICE_NAME": "gw-eu"})
 		oneSpan(t, tr, "probe")
 		if got := rx.Spans(); len(got) != 1 || got[0].Service != "gw-eu" {
 			t.Fatalf("received %+v", got)
@@ -103,7 +102,7 @@ func TestStandardEnvironmentVariables(t *testing.T) {
 	})
 	t.Run("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is and wins", func(t *testing.T) {
 		rx, other := otlptest.New(t), otlptest.New(t)
-		tr := open(t, config.Telemetry{ServiceName: "configured"}, map[string]string{
+		tr := open(t, telemetry.Config{ServiceName: "configured"}, map[string]string{
 			telemetry.EnvTracesEndpoint: rx.URL + "/v1/traces", telemetry.EnvEndpoint: other.URL, "OTEL_SERVICE_NAME": "env",
 		})
 		oneSpan(t, tr, "probe")
@@ -127,7 +126,7 @@ func TestStandardEnvironmentVariables(t *testing.T) {
 func TestSamplingIsParentBased(t *testing.T) {
 	rx := otlptest.New(t)
 	tr, err := telemetry.Open(t.Context(), telemetry.Options{
-		Telemetry: config.Telemetry{OTLPEndpoint: rx.URL, SampleRatio: 0}, LookupEnv: env(nil),
+		Config: telemetry.Config{OTLPEndpoint: rx.URL, SampleRatio: 0}, LookupEnv: env(nil),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +164,7 @@ func TestShutdownIsBounded(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	tr, err := telemetry.Open(t.Context(), telemetry.Options{Telemetry: config.Telemetry{OTLPEndpoint: hang.URL, SampleRatio: 1}, LookupEnv: env(nil)})
+	tr, err := telemetry.Open(t.Context(), telemetry.Options{Config: telemetry.Config{OTLPEndpoint: hang.URL, SampleRatio: 1}, LookupEnv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

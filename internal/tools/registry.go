@@ -28,7 +28,7 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 func (r *Registry) Add(t Tool) error {
 	name := t.Spec().Name
 	if !ValidName(name) {
-		return fmt.Errorf("tool name %q: must be 1-64 bytes of lower-case letters, digits and inner hyphens", name)
+		return fmt.Errorf("tool name %q: must be %s", name, NameRule)
 	}
 	if _, dup := r.byName[name]; dup {
 		return fmt.Errorf("tool %q declared twice", name)

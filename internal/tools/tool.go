@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 )
 
@@ -182,8 +181,40 @@ var ErrPermanent = errors.New("the tool reported a permanent failure")
 // resolved address) is not what would be touched now.
 var ErrTargetChanged = errors.New("target changed between prepare and invoke")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+// MaxNameBytes is the longest tool name.
+const MaxNameBytes = 64
 
-// ValidName reports whether name is 1–64 bytes of lower-case letters,
-// digits and inner hyphens.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+// NamePattern is the tool-name rule as a regular expression (RE2 and
+// ECMA-262 alike), for JSON Schemas that publish it; with a length of at
+// most MaxNameBytes it accepts exactly what ValidName accepts.
+const NamePattern = `^[a-z0-9]+(?:-[a-z0-9]+)*$`
+
+// NameRule says the tool-name rule in words, for error messages.
+const NameRule = "1 to 64 bytes of lower-case letters and digits, separated by single '-'"
+
+// ValidName reports whether name follows the tool-name rule (CONTRACT.md
+// §6): 1 to MaxNameBytes bytes of lower-case ASCII letters and digits,
+// with inner hyphens that each stand alone (no leading, trailing or
+// doubled '-', so "a--b" is not a name). It is the one rule for tool
+// names wherever they are written or checked (config, registry, upstream
+// and MCP tools, audit events) and for names that become part of one
+// (MCP namespaces, see ValidNameOf) or follow it (skills).
+func ValidName(name string) bool { return ValidNameOf(name, MaxNameBytes) }
+
+// ValidNameOf is the tool-name rule with a cap of maxBytes instead of
+// MaxNameBytes (never more).
+func ValidNameOf(name string, maxBytes int) bool {
+	if name == "" || len(name) > min(maxBytes, MaxNameBytes) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(name)-1 && name[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -92,12 +92,7 @@ func checkSchema(name string, schema map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := prepare.NewSchemaCompiler()
-	url := "toolgate:///mcp/" + name + "/input.json"
-	if err := c.AddResource(url, schema); err != nil {
-		return "", err
-	}
-	if _, err := c.Compile(url); err != nil {
+	if _, _, err := prepare.CompileInputSchema("toolgate:///mcp/"+name+"/input.json", string(text)); err != nil {
 		return "", errors.New("input schema does not compile")
 	}
 	return string(text), nil

@@ -9,10 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/tools"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -27,9 +27,9 @@ const (
 	maxVersion     = 64
 )
 
-// nameRE is what a skill's (and its folder's) name must look like: the
+// validName is what a skill's (and its folder's) name must look like: the
 // tool-name rule.
-var nameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+func validName(name string) bool { return tools.ValidName(name) }
 
 // ErrNotFound reports a skill that is not in the library (or is broken).
 var ErrNotFound = errors.New("skill: no such skill")
@@ -77,7 +77,7 @@ func (l *Library) List() ([]*Skill, error) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	var out []*Skill
 	for _, e := range entries {
-		if !e.IsDir() || !nameRE.MatchString(e.Name()) {
+		if !e.IsDir() || !validName(e.Name()) {
 			continue
 		}
 		s, err := l.Load(e.Name())
@@ -94,7 +94,7 @@ func (l *Library) List() ([]*Skill, error) {
 
 // Load reads one skill by name.
 func (l *Library) Load(name string) (*Skill, error) {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return nil, ErrNotFound
 	}
 	f, err := l.root.Open(name + "/SKILL.md")
@@ -153,7 +153,7 @@ func parse(data []byte) (*Skill, error) {
 		return nil, fmt.Errorf("SKILL.md front matter: %v", err)
 	}
 	switch {
-	case !nameRE.MatchString(fm.Name):
+	case !validName(fm.Name):
 		return nil, errors.New("front matter name must be 1-64 lower-case letters, digits and inner hyphens")
 	case strings.TrimSpace(fm.Description) == "":
 		return nil, errors.New("front matter description is required")

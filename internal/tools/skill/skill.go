@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,13 +22,13 @@ const maxOutput = 64 << 10
 
 // staticSchema is the caller-independent superset of every caller's
 // schema: any well-formed skill name.
-const staticSchema = `{
+var staticSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
     "name": {
-      "type": "string", "minLength": 1, "maxLength": 64,
-      "pattern": "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+      "type": "string", "minLength": 1, "maxLength": ` + strconv.Itoa(tools.MaxNameBytes) + `,
+      "pattern": "` + tools.NamePattern + `",
       "description": "The skill to load."
     }
   },
