@@ -16,9 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/tools"
-	"github.com/toolgate/toolgate/internal/tools/upstream"
 )
 
 // Limits on what one upstream may publish.
@@ -28,7 +27,7 @@ const (
 	MaxTools = 1024
 	// MaxToolErrorBytes caps the text of an isError result shown to the
 	// model.
-	MaxToolErrorBytes = upstream.MaxToolErrorBytes
+	MaxToolErrorBytes = upstreamv1.MaxToolErrorBytes
 	// responseSlack is what a response may carry beyond the configured
 	// result limit (the JSON-RPC envelope).
 	responseSlack = 64 << 10
@@ -36,7 +35,7 @@ const (
 
 // Signer signs the identity assertion of a request.
 type Signer interface {
-	Sign(assertion.Claims) (string, error)
+	Sign(upstreamv1.Claims) (string, error)
 }
 
 // Options configure an Upstream.
@@ -213,15 +212,15 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	}
 	// Requests outside a call (initialize, tools/list, notifications)
 	// assert the gateway itself: empty sub, tenant and call_id.
-	claims, gateway := assertion.Claims{Audience: t.u.o.Namespace}, true
-	if c, ok := r.Context().Value(callKey{}).(*assertion.Claims); ok {
+	claims, gateway := upstreamv1.Claims{Audience: t.u.o.Namespace}, true
+	if c, ok := r.Context().Value(callKey{}).(*upstreamv1.Claims); ok {
 		claims, gateway = *c, false
 	}
 	tok, err := t.u.o.Signer.Sign(claims)
 	if err != nil {
 		return fail(fmt.Errorf("signing the assertion: %w", err))
 	}
-	r.Header.Set(assertion.Header, tok)
+	r.Header.Set(upstreamv1.AssertionHeader, tok)
 	if t.u.exch != nil {
 		// The assertion just signed is the subject token: the STS sees
 		// exactly what the upstream sees. Without a token nothing is sent.
