@@ -100,7 +100,8 @@ type keySet struct {
 	client  *http.Client
 	refresh time.Duration
 	gate    gate
-	retry   time.Duration // the first wait after a failed first fetch
+	retry   time.Duration   // the first wait after a failed first fetch
+	ctx     context.Context // ended by Close
 	stop    context.CancelFunc
 	done    chan struct{}
 	once    sync.Once
@@ -140,7 +141,7 @@ func remoteKeys(rawURL string, client *http.Client, refresh, unknown time.Durati
 	ctx, stop := context.WithCancel(context.Background())
 	s := &keySet{
 		first: make(chan struct{}), url: rawURL, client: client, refresh: refresh,
-		gate: gate{every: unknown}, retry: firstRetry, stop: stop, done: make(chan struct{}),
+		gate: gate{every: unknown}, retry: firstRetry, ctx: ctx, stop: stop, done: make(chan struct{}),
 	}
 	go s.run(ctx)
 	return s, nil
@@ -246,7 +247,7 @@ func (s *keySet) key(ctx context.Context, kid string, named bool) (ed25519.Publi
 			return pub, nil
 		}
 	}
-	if s.stop != nil {
+	if s.stop != nil && s.ctx.Err() == nil { // Close ends fetching
 		switch s.gate.enter(ctx) {
 		case gateRun:
 			// A caller that hangs up does not cut the fetch short for the

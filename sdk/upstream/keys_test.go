@@ -404,9 +404,16 @@ func TestCloseStopsFetching(t *testing.T) {
 		t.Fatal("the fetching goroutine still runs after Close")
 	}
 	v.Close() // twice is fine
-	// Keys already loaded stay usable.
+	// Keys already loaded stay usable; an unknown kid fetches nothing.
 	if _, err := v.Verify(context.Background(), k.sign(t, true), testBody); err != nil {
 		t.Fatal(err)
+	}
+	n := g.n.Load()
+	if _, err := v.Verify(context.Background(), newTestKey("new").sign(t, true), testBody); !errors.Is(err, ErrInvalidAssertion) {
+		t.Fatalf("unknown kid after Close: %v", err)
+	}
+	if got := g.n.Load(); got != n {
+		t.Fatalf("an unknown kid fetched the set after Close (%d fetches, were %d)", got, n)
 	}
 	fixed, _ := NewVerifier(Options{JWKS: jwks(k.jwk()), Audience: "t"})
 	fixed.Close()
