@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/identity"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/ratelimit"
@@ -154,7 +155,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Get("/.well-known/jwks.json", s.jwks)
+	r.Get(upstreamv1.JWKSPath, s.jwks)
 	if s.o.MCP != nil {
 		r.Post("/mcp", s.o.MCP.ServeHTTP)
 		r.Get("/mcp", s.o.MCP.ServeHTTP)    // a session's event stream

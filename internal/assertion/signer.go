@@ -3,12 +3,12 @@
 // caller, the call and the digest of exactly what was decided, so that an
 // upstream service takes the principal from trusted context and never from
 // a model-supplied field. It also publishes the verification keys as a
-// JWKS (GET /.well-known/jwks.json).
+// JWKS (GET /.well-known/jwks.json). The wire forms (claims, header,
+// keys) are api/upstream/v1's.
 package assertion
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,22 +16,9 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/golang-jwt/jwt/v5"
+
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
-
-// Header is the HTTP request header that carries the assertion.
-const Header = "Toolgate-Assertion"
-
-// Claims are what one assertion says about one call.
-type Claims struct {
-	Audience      string   // the tool's name
-	Subject       string   // the verified principal
-	Tenant        string   // the caller's tenant
-	Roles         []string // the caller's roles
-	CallID        string
-	SessionID     string // "" when the call named no session
-	RequestDigest string // digest of the request document policy decided on
-	ArgsDigest    string // "sha256:" + hex of the exact request body sent
-}
 
 // Options configure a Signer.
 type Options struct {
@@ -96,57 +83,32 @@ func (s *Signer) Issuer() string { return s.issuer }
 // previous ones. The slice must not be modified.
 func (s *Signer) JWKS() []byte { return s.jwks }
 
-// Sign returns a compact JWT for c, valid from now for the signer's TTL.
-func (s *Signer) Sign(c Claims) (string, error) {
+// Sign returns a compact JWT of c, valid from now for the signer's TTL:
+// the signer sets iss, iat, nbf, exp and a fresh jti, and sends roles as
+// [] when c has none.
+func (s *Signer) Sign(c upstreamv1.Claims) (string, error) {
 	now := s.now()
 	var jti [16]byte
 	if _, err := rand.Read(jti[:]); err != nil {
 		return "", fmt.Errorf("assertion: %w", err)
 	}
-	roles := c.Roles
-	if roles == nil {
-		roles = []string{}
+	if c.Roles == nil {
+		c.Roles = []string{}
 	}
-	claims := jwt.MapClaims{
-		"iss":            s.issuer,
-		"aud":            c.Audience,
-		"sub":            c.Subject,
-		"tenant":         c.Tenant,
-		"roles":          roles,
-		"call_id":        c.CallID,
-		"request_digest": c.RequestDigest,
-		"args_digest":    c.ArgsDigest,
-		"iat":            now.Unix(),
-		"nbf":            now.Unix(),
-		"exp":            now.Add(s.ttl).Unix(),
-		"jti":            hex.EncodeToString(jti[:]),
-	}
-	if c.SessionID != "" {
-		claims["session_id"] = c.SessionID
-	}
-	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	c.Issuer = s.issuer
+	c.IssuedAt = jwt.NewNumericDate(now)
+	c.NotBefore = c.IssuedAt
+	c.ExpiresAt = jwt.NewNumericDate(now.Add(s.ttl))
+	c.ID = hex.EncodeToString(jti[:])
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, &c)
 	t.Header["kid"] = s.active.kid
 	return t.SignedString(s.active.priv)
 }
 
-type jwk struct {
-	Kty string `json:"kty"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
-	Kid string `json:"kid"`
-	Alg string `json:"alg"`
-	Use string `json:"use"`
-}
-
 func encodeJWKS(keys []key) ([]byte, error) {
-	set := struct {
-		Keys []jwk `json:"keys"`
-	}{}
+	set := upstreamv1.JWKS{Keys: make([]upstreamv1.JWK, 0, len(keys))}
 	for _, k := range keys {
-		set.Keys = append(set.Keys, jwk{
-			Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(k.pub),
-			Kid: k.kid, Alg: "EdDSA", Use: "sig",
-		})
+		set.Keys = append(set.Keys, upstreamv1.NewJWK(k.kid, k.pub))
 	}
 	return json.Marshal(set)
 }

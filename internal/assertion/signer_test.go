@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/golang-jwt/jwt/v5"
+
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
 
 func newKey(t *testing.T, dir, name string) string {
@@ -25,7 +27,7 @@ func newKey(t *testing.T, dir, name string) string {
 }
 
 type jwkSet struct {
-	Keys []jwk `json:"keys"`
+	Keys []upstreamv1.JWK `json:"keys"`
 }
 
 func publishedKeys(t *testing.T, s *Signer) map[string]ed25519.PublicKey {
@@ -74,7 +76,7 @@ func TestSignedAssertionVerifiesWithThePublishedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := s.Sign(Claims{Audience: "maintenance-window", Subject: "alice", Tenant: "acme", Roles: []string{"developer"},
+	tok, err := s.Sign(upstreamv1.Claims{Audience: "maintenance-window", Subject: "alice", Tenant: "acme", Roles: []string{"developer"},
 		CallID: "c-1", SessionID: "s-1", RequestDigest: "sha256:aa", ArgsDigest: "sha256:bb"})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestRotationPublishesPreviousKeysAndSignsWithTheNewOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldToken, _ := old.Sign(Claims{Audience: "t"})
+	oldToken, _ := old.Sign(upstreamv1.Claims{Audience: "t"})
 
 	// A previous key may also be kept as its public half only.
 	pubOnly := filepath.Join(dir, "older.pub.pem")
@@ -123,7 +125,7 @@ func TestRotationPublishesPreviousKeysAndSignsWithTheNewOne(t *testing.T) {
 	if len(keys) != 3 || keys[old.KeyID()] == nil || keys[s.KeyID()] == nil || s.KeyID() == old.KeyID() {
 		t.Fatalf("published kids %v, active %s, previous %s", keys, s.KeyID(), old.KeyID())
 	}
-	tok, _ := s.Sign(Claims{Audience: "t"})
+	tok, _ := s.Sign(upstreamv1.Claims{Audience: "t"})
 	parsed, _, _ := jwt.NewParser().ParseUnverified(tok, jwt.MapClaims{})
 	if parsed.Header["kid"] != s.KeyID() {
 		t.Fatalf("signed with %v, want the active key", parsed.Header["kid"])

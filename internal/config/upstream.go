@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
+)
 
 // Defaults of upstream tool declarations and assertions.
 const (
@@ -8,7 +12,7 @@ const (
 	DefaultUpstreamTimeout       = 10 * time.Second
 	DefaultUpstreamConcurrency   = 16
 	DefaultUpstreamResponseBytes = 1 << 20
-	DefaultAssertionIssuer       = "toolgate"
+	DefaultAssertionIssuer       = upstreamv1.DefaultIssuer
 	DefaultAssertionTTL          = time.Minute
 	// MaxAssertionTTL bounds how long a leaked assertion stays usable.
 	MaxAssertionTTL = 10 * time.Minute

@@ -19,6 +19,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/sandbox"
 	"github.com/toolgate/toolgate/internal/tools/mcptool"
@@ -99,7 +100,7 @@ func newTestMCPServer() *testMCP {
 			if req.Extra != nil && req.Extra.Header != nil {
 				tok = req.Extra.Header.Get(upstream.AssertionHeader)
 			}
-			if s, ok := req.Params.Meta[mcptool.MetaAssertion].(string); ok && tok == "" {
+			if s, ok := req.Params.Meta[upstreamv1.MetaAssertion].(string); ok && tok == "" {
 				tok = s
 			}
 			return text(assertedSubject(tok)), nil

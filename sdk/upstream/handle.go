@@ -10,14 +10,16 @@ import (
 	"net/http"
 
 	"github.com/go-json-experiment/json"
+
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
 
 // DefaultMaxBodyBytes bounds a request body read by Handle.
 const DefaultMaxBodyBytes = 1 << 20
 
 // ToolError is an error the model should read: the gateway shows exactly
-// Message. Keep it short and free of internal detail (at most 1024 bytes,
-// printable).
+// Message. Keep it short and free of internal detail (at most
+// upstreamv1.MaxToolErrorBytes, printable).
 type ToolError struct{ Message string }
 
 func (e *ToolError) Error() string { return e.Message }
@@ -96,21 +98,15 @@ func Handle[T any](v *Verifier, fn Func[T], opts ...HandlerOption) http.Handler 
 		case err == nil:
 			writeJSON(w, http.StatusOK, res)
 		case errors.As(err, &te):
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"tool_error": te.Message})
+			writeJSON(w, http.StatusUnprocessableEntity, upstreamv1.ErrorBody{ToolError: &te.Message})
 		case errors.Is(err, ErrPermanent):
-			writeJSON(w, http.StatusConflict, permanentBody{Permanent: true, Detail: err.Error()})
+			permanent, detail := true, err.Error()
+			writeJSON(w, http.StatusConflict, upstreamv1.ErrorBody{Permanent: &permanent, Detail: &detail})
 		default:
 			cfg.log.Error("tool failed", "call_id", id.CallID, "err", err)
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal"})
 		}
 	})
-}
-
-// permanentBody is the ErrPermanent answer; a struct, so that its members
-// keep one order (a map's would vary from response to response).
-type permanentBody struct {
-	Permanent bool   `json:"permanent"`
-	Detail    string `json:"detail"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

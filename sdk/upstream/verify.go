@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,15 +9,16 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/toolgate/toolgate/internal/jwks"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
 
 // AssertionHeader is the request header that carries the gateway's
-// assertion.
-const AssertionHeader = "Toolgate-Assertion"
+// assertion (upstreamv1.AssertionHeader).
+const AssertionHeader = upstreamv1.AssertionHeader
 
-// DefaultIssuer is the gateway's default "iss" (auth.assertion.issuer).
-const DefaultIssuer = "toolgate"
+// DefaultIssuer is the gateway's default "iss" (auth.assertion.issuer;
+// upstreamv1.DefaultIssuer).
+const DefaultIssuer = upstreamv1.DefaultIssuer
 
 // Errors of Verify. Every failure wraps ErrInvalidAssertion.
 var (
@@ -61,11 +60,15 @@ func (id *Identity) HasRole(role string) bool {
 type Options struct {
 	// JWKSURL is the gateway's key set, GET /.well-known/jwks.json. It is
 	// fetched when the Verifier is made (in the background: Verify waits
-	// for that first fetch), again when an assertion names an unknown key
-	// (a rotation; at most once per UnknownKeyRefetch), and every
-	// RefreshInterval. Close the Verifier to stop refreshing.
+	// for that first fetch, and a failed one is retried after 1s, 2s, …
+	// up to UnknownKeyRefetch), again when an assertion names a key the
+	// set does not hold (a rotation, or a gateway that was down at start;
+	// at most once per UnknownKeyRefetch), and every RefreshInterval.
+	// Close the Verifier to stop refreshing.
 	JWKSURL string
 	// JWKS is a fixed key set, for tests and services that ship keys.
+	// Either way only Ed25519 keys are used; keys of other types are left
+	// out.
 	JWKS []byte
 	// Audience is the tool's name as declared in the gateway's config;
 	// required.
@@ -75,7 +78,8 @@ type Options struct {
 	// Leeway tolerates clock skew; default 5s.
 	Leeway time.Duration
 	// HTTPClient fetches JWKSURL; default a client with a 10s timeout
-	// that never follows a redirect from https to http.
+	// that follows at most 5 redirects, never from https to http. Either
+	// way a key set longer than MaxJWKSBytes is refused.
 	HTTPClient *http.Client
 	// RefreshInterval bounds how long fetched keys are trusted; default
 	// 5m.
@@ -91,7 +95,7 @@ type Options struct {
 // Verifier checks assertions. It is safe for concurrent use.
 type Verifier struct {
 	o    Options
-	keys *jwks.Set
+	keys *keySet
 }
 
 // minUnknownKeyRefetch is UnknownKeyRefetch's default.
@@ -124,12 +128,9 @@ func NewVerifier(o Options) (*Verifier, error) {
 	v := &Verifier{o: o}
 	var err error
 	if o.JWKS != nil {
-		v.keys, err = jwks.Parse(o.JWKS)
+		v.keys, err = staticKeys(o.JWKS)
 	} else {
-		v.keys, err = jwks.NewRemote(jwks.RemoteOptions{
-			URL: o.JWKSURL, Client: o.HTTPClient,
-			Refresh: o.RefreshInterval, UnknownKIDRefresh: o.UnknownKeyRefetch,
-		})
+		v.keys, err = remoteKeys(o.JWKSURL, o.HTTPClient, o.RefreshInterval, o.UnknownKeyRefetch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
@@ -141,16 +142,6 @@ func NewVerifier(o Options) (*Verifier, error) {
 // once, and on a Verifier of a fixed JWKS.
 func (v *Verifier) Close() { v.keys.Close() }
 
-type claims struct {
-	jwt.RegisteredClaims
-	Tenant        string   `json:"tenant"`
-	Roles         []string `json:"roles"`
-	CallID        string   `json:"call_id"`
-	SessionID     string   `json:"session_id"`
-	RequestDigest string   `json:"request_digest"`
-	ArgsDigest    string   `json:"args_digest"`
-}
-
 // Verify checks token (the AssertionHeader value) and that it was issued
 // for exactly body, and returns the identity it asserts.
 func (v *Verifier) Verify(ctx context.Context, token string, body []byte) (*Identity, error) {
@@ -160,15 +151,19 @@ func (v *Verifier) Verify(ctx context.Context, token string, body []byte) (*Iden
 	// Duplicate members and crit are refused before any key is looked up
 	// (golang-jwt decodes with encoding/json, which keeps the last of
 	// duplicate members and ignores crit).
-	if err := jwks.CheckCompact(token); err != nil {
+	if err := checkCompact(token); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAssertion, err)
 	}
-	var c claims
+	var c upstreamv1.Claims
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		_, key, err := v.keys.Key(ctx, t)
-		return key, err
+		h, named := t.Header["kid"]
+		kid, ok := h.(string)
+		if named && !ok {
+			return nil, fmt.Errorf("%w: kid is not a string", errUnknownKey)
+		}
+		return v.keys.key(ctx, kid, named)
 	},
-		jwt.WithValidMethods([]string{"EdDSA"}),
+		jwt.WithValidMethods([]string{upstreamv1.Algorithm}),
 		jwt.WithIssuer(v.o.Issuer),
 		jwt.WithAudience(v.o.Audience),
 		jwt.WithExpirationRequired(),
@@ -182,8 +177,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, body []byte) (*Iden
 	if c.Subject == "" || c.Tenant == "" || c.CallID == "" || c.RequestDigest == "" || c.ArgsDigest == "" {
 		return nil, fmt.Errorf("%w: a required claim is missing", ErrInvalidAssertion)
 	}
-	sum := sha256.Sum256(body)
-	if c.ArgsDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+	if c.ArgsDigest != upstreamv1.ArgsDigest(body) {
 		return nil, ErrBodyMismatch
 	}
 	id := &Identity{

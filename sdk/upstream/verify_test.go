@@ -2,6 +2,7 @@ package upstream_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/toolgate/toolgate/internal/jwks/jwkstest"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/sdk/upstream"
 	"github.com/toolgate/toolgate/sdk/upstream/upstreamtest"
 )
@@ -140,8 +141,8 @@ func TestVerifierFetchesRotatedKeys(t *testing.T) {
 // Assertions a lenient decoder would take, correctly signed: a crit
 // header, a duplicated claim. The control shows the rest is valid.
 func TestVerifyRefusesCritAndDuplicateClaims(t *testing.T) {
-	k := jwkstest.NewKey("k1", "EdDSA")
-	set, _ := json.Marshal(map[string]any{"keys": []any{k.JWK()}})
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	set, _ := json.Marshal(upstreamv1.JWKS{Keys: []upstreamv1.JWK{upstreamv1.NewJWK("k1", pub)}})
 	v, err := upstream.NewVerifier(upstream.Options{JWKS: set, Audience: "maintenance-window"})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestVerifyRefusesCritAndDuplicateClaims(t *testing.T) {
 	seg := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	signed := func(header, payload string) string {
 		in := seg(header) + "." + seg(payload)
-		sig, err := jwt.SigningMethodEdDSA.Sign(in, k.Private())
+		sig, err := jwt.SigningMethodEdDSA.Sign(in, priv)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
 
 // TokenExchange configures an RFC 8693 token exchange for an HTTP
@@ -71,7 +71,7 @@ type subject struct {
 	roles             string // sorted, quoted: unambiguous
 }
 
-func subjectOf(c assertion.Claims, gateway bool) subject {
+func subjectOf(c upstreamv1.Claims, gateway bool) subject {
 	if gateway {
 		return subject{gateway: true}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/assertion"
 	"github.com/toolgate/toolgate/internal/tools"
 )
@@ -197,7 +198,7 @@ func newAuthUpstream(t *testing.T, sts *testSTS) *authUpstream {
 	u := &authUpstream{srv: mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)}
 	u.srv.AddTool(&mcp.Tool{Name: "whoami", Description: "Says who called.", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c := seenCall{authorization: req.Extra.Header.Get("Authorization"), assertion: req.Extra.Header.Get(assertion.Header)}
+			c := seenCall{authorization: req.Extra.Header.Get("Authorization"), assertion: req.Extra.Header.Get(upstreamv1.AssertionHeader)}
 			if req.Extra.TokenInfo != nil {
 				c.user = req.Extra.TokenInfo.UserID
 			}
@@ -466,18 +467,18 @@ func TestTokenExchangeCacheIsBounded(t *testing.T) {
 func TestTokenExchangeSubjectsNeverCollide(t *testing.T) {
 	subs := map[subject]string{}
 	for name, c := range map[string]struct {
-		claims  assertion.Claims
+		claims  upstreamv1.Claims
 		gateway bool
 	}{
-		"gateway":             {assertion.Claims{Audience: "notes"}, true},
-		"caller no id":        {assertion.Claims{}, false},
-		"alice":               {assertion.Claims{Tenant: "acme", Subject: "alice"}, false},
-		"alice globex":        {assertion.Claims{Tenant: "globex", Subject: "alice"}, false},
-		"bob":                 {assertion.Claims{Tenant: "acme", Subject: "bob"}, false},
-		"alice dev":           {assertion.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev"}}, false},
-		"alice dev,ops":       {assertion.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev", "ops"}}, false},
-		"alice 'dev ops'":     {assertion.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev ops"}}, false},
-		"alice 'dev\" \"ops'": {assertion.Claims{Tenant: "acme", Subject: "alice", Roles: []string{`dev" "ops`}}, false},
+		"gateway":             {upstreamv1.Claims{Audience: "notes"}, true},
+		"caller no id":        {upstreamv1.Claims{}, false},
+		"alice":               {upstreamv1.Claims{Tenant: "acme", Subject: "alice"}, false},
+		"alice globex":        {upstreamv1.Claims{Tenant: "globex", Subject: "alice"}, false},
+		"bob":                 {upstreamv1.Claims{Tenant: "acme", Subject: "bob"}, false},
+		"alice dev":           {upstreamv1.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev"}}, false},
+		"alice dev,ops":       {upstreamv1.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev", "ops"}}, false},
+		"alice 'dev ops'":     {upstreamv1.Claims{Tenant: "acme", Subject: "alice", Roles: []string{"dev ops"}}, false},
+		"alice 'dev\" \"ops'": {upstreamv1.Claims{Tenant: "acme", Subject: "alice", Roles: []string{`dev" "ops`}}, false},
 	} {
 		s := subjectOf(c.claims, c.gateway)
 		if other, dup := subs[s]; dup {
@@ -486,7 +487,7 @@ func TestTokenExchangeSubjectsNeverCollide(t *testing.T) {
 		subs[s] = name
 	}
 	// Role order does not matter.
-	if subjectOf(assertion.Claims{Roles: []string{"b", "a"}}, false) != subjectOf(assertion.Claims{Roles: []string{"a", "b"}}, false) {
+	if subjectOf(upstreamv1.Claims{Roles: []string{"b", "a"}}, false) != subjectOf(upstreamv1.Claims{Roles: []string{"a", "b"}}, false) {
 		t.Fatal("role order changes the subject")
 	}
 }

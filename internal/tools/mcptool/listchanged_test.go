@@ -67,8 +67,12 @@ func newWatchedServer(t *testing.T, stateless bool, opts *mcp.ServerOptions) *wa
 			if h := w.hold.Load(); h != nil {
 				<-*h
 			}
-			h.ServeHTTP(rw, r)
-			w.inFlight.Add(-1)
+			// A list is no longer in flight once its answer starts: the
+			// client sends its next request only after reading it, so
+			// counting until ServeHTTP returned would overlap the next one.
+			aw := &answeringWriter{ResponseWriter: rw, answered: func() { w.inFlight.Add(-1) }}
+			h.ServeHTTP(aw, r)
+			aw.once.Do(aw.answered)
 			w.lists.Add(1)
 		default:
 			h.ServeHTTP(rw, r)
@@ -116,6 +120,31 @@ func (m *markingWriter) Write(p []byte) (int, error) {
 }
 
 func (m *markingWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// answeringWriter calls answered once, before any of the response can
+// reach the client.
+type answeringWriter struct {
+	http.ResponseWriter
+	once     sync.Once
+	answered func()
+}
+
+func (a *answeringWriter) WriteHeader(code int) {
+	a.once.Do(a.answered)
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answeringWriter) Write(p []byte) (int, error) {
+	a.once.Do(a.answered)
+	return a.ResponseWriter.Write(p)
+}
+
+func (a *answeringWriter) Flush() {
+	a.once.Do(a.answered)
+	http.NewResponseController(a.ResponseWriter).Flush()
+}
+
+func (a *answeringWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -204,6 +233,9 @@ func TestListChangedRefreshesOneAtATimeAndCoalescesBursts(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold := make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hold) }) }
+	defer release() // a failed check must not leave the server's handler held
 	w.hold.Store(&hold)
 	u.gap = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -219,7 +251,7 @@ func TestListChangedRefreshesOneAtATimeAndCoalescesBursts(t *testing.T) {
 	if n := len(u.changed); n != 1 {
 		t.Fatalf("%d refreshes pending after a burst, want 1", n)
 	}
-	close(hold)
+	release()
 	eventually(t, "the coalesced refresh", func() bool { return w.lists.Load() == 3 && w.inFlight.Load() == 0 })
 	eventually(t, "nothing pending", func() bool { return len(u.changed) == 0 })
 	if m := w.maxFlight.Load(); m != 1 {

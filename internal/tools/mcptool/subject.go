@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 )
 
 // Sessions of the subjects of a token-exchange upstream.
@@ -40,7 +40,7 @@ type subjectSession struct {
 // callSession returns the session a call with claims runs on and the
 // function to call once the call is done (broken: the session failed and
 // must not be reused).
-func (u *Upstream) callSession(ctx context.Context, claims *assertion.Claims) (*mcp.ClientSession, func(broken bool), error) {
+func (u *Upstream) callSession(ctx context.Context, claims *upstreamv1.Claims) (*mcp.ClientSession, func(broken bool), error) {
 	if u.exch == nil {
 		s, err := u.session(ctx)
 		if err != nil {
@@ -67,7 +67,7 @@ func (u *Upstream) callSession(ctx context.Context, claims *assertion.Claims) (*
 	}
 	// The session's own requests (initialize, its DELETE) speak for the
 	// subject, not for the call that happened to open it.
-	own := &assertion.Claims{Audience: u.o.Namespace, Subject: claims.Subject, Tenant: claims.Tenant, Roles: claims.Roles}
+	own := &upstreamv1.Claims{Audience: u.o.Namespace, Subject: claims.Subject, Tenant: claims.Tenant, Roles: claims.Roles}
 	cctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callKey{}, own), u.o.Timeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/tools"
 	"github.com/toolgate/toolgate/internal/tools/upstream"
 )
@@ -72,11 +72,6 @@ func (t *Tool) withhold(reason string) bool {
 	return old == nil || *old != reason
 }
 
-// MetaAssertion is the _meta member of a stdio upstream's tools/call that
-// carries the signed assertion (HTTP upstreams get the Toolgate-Assertion
-// header instead).
-const MetaAssertion = "dev.toolgate/assertion"
-
 // call is the frozen artifact: the arguments sent and their digest.
 type call struct {
 	args   map[string]any
@@ -105,7 +100,7 @@ func (t *Tool) Prepare(_ context.Context, _ *tools.Env, args map[string]any) (to
 	if err != nil {
 		return tools.Plan{}, fmt.Errorf("mcp %s: %w", t.spec.Name, err)
 	}
-	return tools.Plan{Args: full, Resources: res, Artifact: &call{args: frozen.(map[string]any), digest: upstream.Digest(body)}}, nil
+	return tools.Plan{Args: full, Resources: res, Artifact: &call{args: frozen.(map[string]any), digest: upstreamv1.ArgsDigest(body)}}, nil
 }
 
 // Run forwards the frozen arguments with tools/call and shapes the result.
@@ -125,7 +120,7 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.u.o.Timeout)
 	defer cancel()
-	claims := &assertion.Claims{
+	claims := &upstreamv1.Claims{
 		Audience: t.spec.Name, Subject: env.Principal, Tenant: env.Tenant, Roles: env.Roles,
 		CallID: env.CallID, SessionID: env.SessionID, RequestDigest: env.RequestDigest, ArgsDigest: a.digest,
 	}
@@ -141,7 +136,7 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 		if err != nil {
 			return tools.Result{}, fmt.Errorf("mcp %s: signing the assertion: %w", t.spec.Name, err)
 		}
-		params.Meta = mcp.Meta{MetaAssertion: tok}
+		params.Meta = mcp.Meta{upstreamv1.MetaAssertion: tok}
 	}
 	res, err := s.CallTool(ctx, params)
 	// A broken connection (or an oversized response) is not reused; a

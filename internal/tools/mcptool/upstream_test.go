@@ -15,13 +15,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
 type signer struct{}
 
-func (signer) Sign(c assertion.Claims) (string, error) { return "a." + c.Audience + ".s", nil }
+func (signer) Sign(c upstreamv1.Claims) (string, error) { return "a." + c.Audience + ".s", nil }
 
 // An upstream that invents tool names cannot flood the audit log: at most
 // MaxDriftReports drifts a listing are reported one by one, the rest in
@@ -96,7 +96,7 @@ func TestASessionOpenedByACallAssertsTheGateway(t *testing.T) {
 			var m struct{ Method string }
 			encjson.Unmarshal(body, &m)
 			mu.Lock()
-			seen[m.Method] = r.Header.Get(assertion.Header)
+			seen[m.Method] = r.Header.Get(upstreamv1.AssertionHeader)
 			mu.Unlock()
 		}
 		h.ServeHTTP(w, r)

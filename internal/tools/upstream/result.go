@@ -12,20 +12,13 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // MaxToolErrorBytes bounds a model-facing error text; a longer one is not
 // a declared error but a failure.
-const MaxToolErrorBytes = 1024
-
-// failure is a non-2xx body the upstream declared: a model-facing error or
-// a permanent failure. Any other member makes it an undeclared body.
-type failure struct {
-	ToolError *string `json:"tool_error"`
-	Permanent *bool   `json:"permanent"`
-	Detail    *string `json:"detail"`
-}
+const MaxToolErrorBytes = upstreamv1.MaxToolErrorBytes
 
 // result shapes a response into a model-facing result or a Run error.
 func (t *Tool) result(resp *http.Response) (tools.Result, error) {
@@ -40,7 +33,9 @@ func (t *Tool) result(resp *http.Response) (tools.Result, error) {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return t.success(resp.StatusCode, body)
 	}
-	var f failure
+	// A non-2xx body the upstream declared: a model-facing error or a
+	// permanent failure. Any other member makes it an undeclared body.
+	var f upstreamv1.ErrorBody
 	if err := json.Unmarshal(body, &f, json.RejectUnknownMembers(true)); err != nil {
 		return tools.Result{}, fmt.Errorf("upstream %s: status %d, undeclared error body %s", name, resp.StatusCode, excerpt(body))
 	}

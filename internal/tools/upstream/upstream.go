@@ -3,8 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -17,14 +15,14 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
 // Signer signs the identity assertion of one call.
 type Signer interface {
-	Sign(assertion.Claims) (string, error)
+	Sign(upstreamv1.Claims) (string, error)
 }
 
 // Declaration is one upstream tool as configured.
@@ -179,7 +177,7 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 	case <-ctx.Done():
 		return tools.Result{}, fmt.Errorf("upstream %s: waiting for a connection slot: %w", t.spec.Name, ctx.Err())
 	}
-	token, err := t.signer.Sign(assertion.Claims{
+	token, err := t.signer.Sign(upstreamv1.Claims{
 		Audience: t.spec.Name, Subject: env.Principal, Tenant: env.Tenant, Roles: env.Roles,
 		CallID: env.CallID, SessionID: env.SessionID, RequestDigest: env.RequestDigest, ArgsDigest: a.argsDigest,
 	})
@@ -193,7 +191,7 @@ func (t *Tool) Run(ctx context.Context, env *tools.Env, art any, lim tools.Limit
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "toolgate-upstream/1")
-	req.Header.Set(assertion.Header, token)
+	req.Header.Set(upstreamv1.AssertionHeader, token)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		// The url.Error names the configured URL: logs and audit only.
@@ -216,10 +214,7 @@ func canonical(v any) ([]byte, error) {
 	return raw, nil
 }
 
-func digestOf(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func digestOf(b []byte) string { return upstreamv1.ArgsDigest(b) }
 
 // schemaDefaults returns the "default" of each top-level property.
 func schemaDefaults(schema map[string]any) map[string]any {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/assertion"
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/internal/tools"
 )
 
@@ -21,10 +21,10 @@ const schema = `{"type":"object","additionalProperties":false,"required":["servi
 // fakeSigner records the claims it signed.
 type fakeSigner struct {
 	mu     sync.Mutex
-	claims []assertion.Claims
+	claims []upstreamv1.Claims
 }
 
-func (f *fakeSigner) Sign(c assertion.Claims) (string, error) {
+func (f *fakeSigner) Sign(c upstreamv1.Claims) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claims = append(f.claims, c)
@@ -42,7 +42,7 @@ func newTool(t *testing.T, h http.HandlerFunc, edit func(*Declaration)) (*Tool, 
 	got := make(chan seen, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- seen{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get(assertion.Header), string(b)}
+		got <- seen{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get(upstreamv1.AssertionHeader), string(b)}
 		h(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -121,7 +121,7 @@ func TestRunSendsTheFrozenBodyAndAnAssertion(t *testing.T) {
 		t.Fatalf("upstream saw %+v", s)
 	}
 	c := signer.claims[0]
-	want := assertion.Claims{Audience: "maintenance-window", Subject: "alice", Tenant: "acme", Roles: []string{"developer"},
+	want := upstreamv1.Claims{Audience: "maintenance-window", Subject: "alice", Tenant: "acme", Roles: []string{"developer"},
 		CallID: "c-1", SessionID: "s-1", RequestDigest: "sha256:doc", ArgsDigest: digestOf([]byte(s.body))}
 	if c.Audience != want.Audience || c.Subject != want.Subject || c.Tenant != want.Tenant || c.CallID != want.CallID ||
 		c.SessionID != want.SessionID || c.RequestDigest != want.RequestDigest || c.ArgsDigest != want.ArgsDigest ||

@@ -8,7 +8,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/golang-jwt/jwt/v5"
 
+	upstreamv1 "github.com/toolgate/toolgate/api/upstream/v1"
 	"github.com/toolgate/toolgate/sdk/upstream"
 )
 
@@ -42,10 +42,7 @@ func NewIssuer() *Issuer {
 // JWKS is the issuer's public key set, for upstream.Options.JWKS or to
 // serve as the JWKSURL.
 func (i *Issuer) JWKS() []byte {
-	b, _ := json.Marshal(map[string]any{"keys": []any{map[string]string{
-		"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": i.kid,
-		"x": base64.RawURLEncoding.EncodeToString(i.priv.Public().(ed25519.PublicKey)),
-	}}})
+	b, _ := json.Marshal(upstreamv1.JWKS{Keys: []upstreamv1.JWK{upstreamv1.NewJWK(i.kid, i.priv.Public().(ed25519.PublicKey))}})
 	return b
 }
 
@@ -61,14 +58,13 @@ func (i *Issuer) Sign(id upstream.Identity, body []byte) string {
 		id.Expires = id.IssuedAt.Add(time.Minute)
 	}
 	if id.ArgsDigest == "" {
-		sum := sha256.Sum256(body)
-		id.ArgsDigest = "sha256:" + hex.EncodeToString(sum[:])
+		id.ArgsDigest = upstreamv1.ArgsDigest(body)
 	}
 	if id.CallID == "" {
 		id.CallID = "test-call"
 	}
 	if id.RequestDigest == "" {
-		id.RequestDigest = "sha256:" + hex.EncodeToString(make([]byte, 32))
+		id.RequestDigest = upstreamv1.DigestPrefix + hex.EncodeToString(make([]byte, 32))
 	}
 	if id.Tenant == "" {
 		id.Tenant = "test"
@@ -80,13 +76,13 @@ func (i *Issuer) Sign(id upstream.Identity, body []byte) string {
 	if roles == nil {
 		roles = []string{}
 	}
-	c := jwt.MapClaims{
-		"iss": id.Issuer, "aud": id.Audience, "sub": id.Subject, "tenant": id.Tenant, "roles": roles,
-		"call_id": id.CallID, "request_digest": id.RequestDigest, "args_digest": id.ArgsDigest,
-		"iat": id.IssuedAt.Unix(), "nbf": id.IssuedAt.Unix(), "exp": id.Expires.Unix(), "jti": id.ID,
-	}
-	if id.SessionID != "" {
-		c["session_id"] = id.SessionID
+	c := &upstreamv1.Claims{
+		Issuer: id.Issuer, Audience: id.Audience, Subject: id.Subject, Tenant: id.Tenant, Roles: roles,
+		CallID: id.CallID, SessionID: id.SessionID, RequestDigest: id.RequestDigest, ArgsDigest: id.ArgsDigest,
+		IssuedAt:  jwt.NewNumericDate(id.IssuedAt),
+		NotBefore: jwt.NewNumericDate(id.IssuedAt),
+		ExpiresAt: jwt.NewNumericDate(id.Expires),
+		ID:        id.ID,
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
 	t.Header["kid"] = i.kid
