@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pipeline"
 	"github.com/toolgate/toolgate/internal/prepare"
 	"github.com/toolgate/toolgate/internal/sandbox"
+	"github.com/toolgate/toolgate/internal/service"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -37,10 +37,10 @@ const (
 	// DefaultSigningKeyName is the file name of the default
 	// audit.signing_key_file.
 	DefaultSigningKeyName = "audit-signing.key"
-	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxBodyBytes   = service.DefaultMaxBodyBytes
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "text"
-	DefaultApprovalTTL    = time.Hour
+	DefaultApprovalTTL    = pipeline.DefaultApprovalTTL
 	// DefaultWorkspaceBytes is limits.workspace_bytes's default: 1 GiB.
 	DefaultWorkspaceBytes = 1 << 30
 )
@@ -132,7 +132,7 @@ func defaults() *Config {
 			CPUWeight:         sandbox.DefaultCPUWeight,
 		},
 		Log:       Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
-		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: DefaultApprovalTTL, MaxPending: pipeline.DefaultMaxPending},
+		Approvals: Approvals{TTL: DefaultApprovalTTL, QuestionTTL: pipeline.DefaultQuestionTTL, MaxPending: pipeline.DefaultMaxPending},
 		Sandbox: Sandbox{Mode: sandbox.ModeJail, UID: sandbox.DefaultUID, GID: sandbox.DefaultGID,
 			MemoryBytes: sandbox.DefaultMemoryBytes, MaxProcesses: sandbox.DefaultMaxProcesses, CPUSeconds: sandbox.DefaultCPUSeconds,
 			FileSizeBytes: sandbox.DefaultFileSizeBytes, OpenFiles: sandbox.DefaultOpenFiles, MemoryCgroup: true},

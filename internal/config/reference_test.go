@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 )
 
@@ -35,19 +36,19 @@ type refKey struct {
 // means "the owner's default": what the gateway actually uses.
 func effectiveDefaults(c *Config) map[string]any {
 	return map[string]any{
-		"mcp.enabled":         c.MCP.On(),
-		"console.enabled":     c.Console.On(),
-		"tools.mcp[].pin":     c.Tools.MCP[0].Pinned(),
-		"mcp.session_timeout": mcpserver.DefaultSessionTimeout,
+		"mcp.enabled":          c.MCP.On(),
+		"console.enabled":      c.Console.On(),
+		"tools.mcp[].pin":      c.Tools.MCP[0].Pinned(),
+		"mcp.session_timeout":  mcpserver.DefaultSessionTimeout,
+		"console.session_ttl":  console.DefaultSessionTTL,
+		"console.idle_timeout": console.DefaultIdleTimeout,
 	}
 }
 
 // notCompared are documented defaults not compared, and why: the owner
 // applies them and does not export them (yet).
 var notCompared = map[string]string{
-	"console.session_ttl":  "internal/console applies it",
-	"console.idle_timeout": "internal/console applies it",
-	"console.scopes":       "internal/console applies it",
+	"console.scopes": "internal/console applies it (openid, profile, email)",
 }
 
 // referenceDefaults is a Config holding every default Load applies,

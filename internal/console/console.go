@@ -38,6 +38,13 @@ import (
 // Prefix is where the console is served.
 const Prefix = "/console"
 
+// DefaultSessionTTL and DefaultIdleTimeout are the defaults of
+// Options.SessionTTL and Options.IdleTimeout.
+const (
+	DefaultSessionTTL  = 8 * time.Hour
+	DefaultIdleTimeout = 30 * time.Minute
+)
+
 // Authenticator verifies a bearer credential (*auth.Authenticator).
 type Authenticator interface {
 	Authenticate(r *http.Request) (*identity.Identity, error)
@@ -99,13 +106,13 @@ func New(o Options) (*Server, error) {
 		o.Now = time.Now
 	}
 	if o.SessionTTL <= 0 {
-		o.SessionTTL = 8 * time.Hour
+		o.SessionTTL = DefaultSessionTTL
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 30 * time.Minute
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
+		o.MaxBodyBytes = service.DefaultMaxBodyBytes
 	}
 	s := &Server{o: o, sessions: newSessionStore(o.SessionTTL, o.IdleTimeout, o.Now)}
 	if o.PublicURL != "" {

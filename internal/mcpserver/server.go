@@ -121,7 +121,7 @@ func New(o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
+		o.MaxBodyBytes = service.DefaultMaxBodyBytes
 	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)

@@ -115,6 +115,13 @@ type Options struct {
 // DefaultTenantConcurrency is the default of Options.TenantConcurrency.
 const DefaultTenantConcurrency = 8
 
+// DefaultApprovalTTL and DefaultQuestionTTL are the defaults of
+// Options.ApprovalTTL and Options.QuestionTTL.
+const (
+	DefaultApprovalTTL = time.Hour
+	DefaultQuestionTTL = time.Hour
+)
+
 // Pipeline runs tool calls and decisions.
 type Pipeline struct {
 	o      Options
@@ -155,10 +162,10 @@ func New(o Options) *Pipeline {
 		o.TenantConcurrency = DefaultTenantConcurrency
 	}
 	if o.ApprovalTTL <= 0 {
-		o.ApprovalTTL = time.Hour
+		o.ApprovalTTL = DefaultApprovalTTL
 	}
 	if o.QuestionTTL <= 0 {
-		o.QuestionTTL = time.Hour
+		o.QuestionTTL = DefaultQuestionTTL
 	}
 	if o.PollRecheck <= 0 {
 		o.PollRecheck = 5 * time.Second
