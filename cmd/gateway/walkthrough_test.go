@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/store"
 )
 
 // The README's walk-through is run as written, so that it cannot drift
@@ -112,13 +113,35 @@ func TestReadmeWalkThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A reader types slower than the gateway checkpoints: before a step
-	// whose output is shown, the log has had time to sign a checkpoint of
-	// what the earlier steps wrote (audit.checkpoint_interval, and the
-	// integrator's pass after it), as it has for a reader.
-	pace := cfg.Audit.CheckpointInterval + 500*time.Millisecond
+	// whose output is shown, the log has signed a checkpoint of what the
+	// earlier steps wrote (at audit.checkpoint_interval, after the
+	// integrator's pass), as it has for a reader. Waits for that state in
+	// the database; asserts nothing about time.
+	db, err := store.Open(ctx, cfg.Audit.Driver, cfg.Audit.DSN, store.WithoutMigrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	checkpointed := func() {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			work, err := db.Audit().IntegrationWork(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(work) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the events of %v were never checkpointed", work)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	for _, s := range steps {
 		if s.want != "" {
-			time.Sleep(pace)
+			checkpointed()
 		}
 		out.Reset()
 		errOut.Reset()

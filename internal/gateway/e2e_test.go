@@ -372,7 +372,7 @@ func TestHotReloadUnderConcurrentLoad(t *testing.T) {
 	data := filepath.Join(h.dir, "policies", "data.yaml")
 	orig, err := os.ReadFile(data)
 	must(t, err)
-	waitFor := func(what string, cond func(r response) bool) response {
+	waitPolicy := func(what string, cond func(r response) bool) response {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -390,22 +390,24 @@ func TestHotReloadUnderConcurrentLoad(t *testing.T) {
 	last := rev0
 	for i := 1; i <= 5; i++ {
 		must(t, os.WriteFile(data, append(append([]byte{}, orig...), fmt.Sprintf("\nreload_marker: %d\n", i)...), 0o644))
-		r := waitFor("a new revision", func(r response) bool { return r.str("revision") != last })
+		r := waitPolicy("a new revision", func(r response) bool { return r.str("revision") != last })
 		last = r.str("revision")
 	}
 	// A broken module never replaces the good revision.
 	broken := filepath.Join(h.dir, "policies", "broken.rego")
 	must(t, os.WriteFile(broken, []byte("package toolgate.authz\n\ndecision := {\"allow\": true\n"), 0o644))
-	r := waitFor("the reload error", func(r response) bool { return r.body["last_error"] != nil })
+	r := waitPolicy("the reload error", func(r response) bool { return r.body["last_error"] != nil })
 	if r.str("revision") != last {
 		t.Fatalf("a broken policy replaced revision %s with %s", last, r.str("revision"))
 	}
 	if msg := r.body["last_error"].(map[string]any)["message"].(string); !strings.Contains(msg, "broken.rego") || strings.Contains(msg, h.dir) {
 		t.Fatalf("last_error should name the file but no host path: %q", msg)
 	}
-	time.Sleep(100 * time.Millisecond) // calls keep being served meanwhile
+	// Calls keep being served while the broken module is there.
+	served := calls.Load()
+	waitFor(t, "calls served beside the broken module", func() bool { return calls.Load() >= served+3 })
 	must(t, os.Remove(broken))
-	waitFor("the error to clear", func(r response) bool { return r.body["last_error"] == nil })
+	waitPolicy("the error to clear", func(r response) bool { return r.body["last_error"] == nil })
 
 	stop.Store(true)
 	wg.Wait()

@@ -255,6 +255,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		TenantCommands: cfg.Limits.TenantCommands,
 	})
 	g.invoker = inv
+	// The rate_limit obligation's buckets: on PostgreSQL the table every
+	// replica shares, counted on the database's clock; on SQLite a map in
+	// this process (what store.DB.Limiter would be), kept here on the
+	// gateway's clock so that WithClock moves refills as it moves every
+	// other expiry.
+	var limiter ratelimit.Limiter = g.db.Limiter()
+	if g.db.Driver() == store.SQLite {
+		limiter = ratelimit.NewMemory(g.now)
+	}
 	pl := pipeline.New(pipeline.Options{
 		Registry: reg, Envs: envs, Engine: pipeline.Engine(g.engine), Preparer: prep, Invoker: inv,
 		Audit: g.audit, Metrics: m, Logger: log, TenantConcurrency: cfg.Limits.TenantConcurrency,
@@ -262,7 +271,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		QuestionTTL: cfg.Approvals.QuestionTTL, TracerProvider: g.tracing.Provider(),
 		Keys: g.db.Idempotency(), KeyTTL: cfg.Limits.IdempotencyTTL,
 		KeyLease: keyLease(reg, cfg.Limits.DefaultTimeout),
-		Limiter:  g.db.Limiter(), MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
+		Limiter:  limiter, MaxPending: cfg.Approvals.MaxPending, MaxTenantPolls: cfg.Limits.TenantLongPolls,
 		Now: g.now,
 	})
 	g.pipeline = pl

@@ -647,11 +647,12 @@ func TestKeysArePrunedAfterTheirTTL(t *testing.T) {
 }
 
 func TestExpiredHeldCallRetryIsDeniedNotHeldAgain(t *testing.T) {
-	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  ttl: 300ms\n" })
+	clock := newTestClock()
+	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  ttl: 300ms\n"; s.clock = clock })
 	alice := h.token("acme", "alice", "developer")
 	body := `{"arguments":{"path":"release/VERSION","content":"2"},"session_id":"s-1","call_id":"rel-x"}`
 	id := approvalID(t, h.call(alice, "write-file", body))
-	time.Sleep(600 * time.Millisecond) // past the expiry; no timing is asserted
+	clock.Advance(600 * time.Millisecond) // past the expiry
 	r := h.call(alice, "write-file", body)
 	data, _ := r.body["data"].(map[string]any)
 	if r.status != 200 || r.str("outcome") != "denied" || r.str("content") != "permission denied" ||

@@ -188,13 +188,14 @@ func TestRateLimitObligationRefusesAndAudits(t *testing.T) {
 }
 
 // A bucket refills at its rate: after Retry-After seconds the call runs.
-// Nothing here depends on how fast the machine is: the loop sends calls
-// until one is refused, however long each takes.
+// Nothing here depends on how fast the machine is: the gateway's clock
+// stands still until the test moves it, so the bucket refills only then.
 func TestRateLimitRefills(t *testing.T) {
+	clock := newTestClock()
 	h := start(t, withRateLimits(t, `default test_limits := {}
 
 test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if input.tool.name == "write-file"
-`))
+`), func(s *setup) { s.clock = clock })
 	alice := h.token("acme", "alice", "developer")
 	var refused response
 	for i := 0; ; i++ {
@@ -213,7 +214,11 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 	if n := retryAfter(t, refused); n != 1 {
 		t.Fatalf("Retry-After %d, want 1 (half a second, rounded up)", n)
 	}
-	time.Sleep(time.Second)
+	clock.Advance(400 * time.Millisecond) // not yet refilled
+	if r := h.call(alice, "write-file", writeBody("notes/early.txt")); r.status != 429 {
+		t.Fatalf("write 0.4 s after the refusal: %d %s, want 429", r.status, r.raw)
+	}
+	clock.Advance(600 * time.Millisecond)
 	if r := h.call(alice, "write-file", writeBody("notes/after.txt")); r.status != 200 || r.str("outcome") != "ok" {
 		t.Fatalf("write after Retry-After: %d %s", r.status, r.raw)
 	}
@@ -224,10 +229,11 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 // Retry-After, is decided again and runs (it is not answered the recorded
 // 429 for the key's whole TTL). The same for a batch entry.
 func TestRateLimitedCallIsRetriedWithItsCallID(t *testing.T) {
+	clock := newTestClock()
 	h := start(t, withRateLimits(t, `default test_limits := {}
 
 test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if input.tool.name == "write-file"
-`))
+`), func(s *setup) { s.clock = clock })
 	alice := h.token("acme", "alice", "developer")
 	body := func(i int) string {
 		return `{"call_id":"write-` + strconv.Itoa(i) + `","arguments":{"path":"notes/k` + strconv.Itoa(i) + `.txt","content":"x"}}`
@@ -248,7 +254,7 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 	if h.exists("acme/notes/k" + strconv.Itoa(refused) + ".txt") {
 		t.Fatal("the refused write ran")
 	}
-	time.Sleep(time.Second)
+	clock.Advance(time.Second) // Retry-After
 	r := h.call(alice, "write-file", body(refused))
 	if r.status != 200 || r.str("outcome") != "ok" {
 		t.Fatalf("retry of the refused call with its call_id after Retry-After: %d %s, want 200 ok (it never ran)", r.status, r.raw)

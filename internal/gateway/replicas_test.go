@@ -551,7 +551,7 @@ func outage(t *testing.T, dsn, gatewayDSN string, down, up func()) {
 	r := c.start("main", gatewayDSN)
 	tok := c.token("developer", "auditor")
 
-	var n atomic.Int64
+	var n, ok, refusals atomic.Int64
 	var mu sync.Mutex
 	refused := map[string]bool{}
 	var stop atomic.Bool
@@ -571,19 +571,26 @@ func outage(t *testing.T, dsn, gatewayDSN string, down, up func()) {
 					mu.Lock()
 					refused[id] = true
 					mu.Unlock()
+					refusals.Add(1)
 				case code != 200 || outcome != "ok":
 					t.Errorf("call %s: %d %s", id, code, outcome)
+				default:
+					ok.Add(1)
 				}
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Waits for events, asserts nothing about time: calls succeed before
+	// the outage, are refused during it, succeed again after it.
+	waitFor(t, "calls before the outage", func() bool { return ok.Load() >= 8 })
 	down()
 	waitStatus(t, r.base, "/readyz", 503)
-	time.Sleep(500 * time.Millisecond) // calls keep arriving while the database is away
+	during := refusals.Load()
+	waitFor(t, "calls refused while the database is away", func() bool { return refusals.Load() >= during+4 })
 	up()
 	waitStatus(t, r.base, "/readyz", 200)
-	time.Sleep(300 * time.Millisecond)
+	after := ok.Load()
+	waitFor(t, "calls after the recovery", func() bool { return ok.Load() >= after+8 })
 	stop.Store(true)
 	wg.Wait()
 
@@ -646,7 +653,7 @@ func TestSIGKILLMidLoadNeverLosesADecision(t *testing.T) {
 	c := newCluster(t, pgtest.DSN(t))
 	r := c.start("main", c.dsn)
 	tok := c.token("developer", "auditor")
-	var n atomic.Int64
+	var n, answered atomic.Int64
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	for w := 0; w < 4; w++ {
@@ -657,10 +664,12 @@ func TestSIGKILLMidLoadNeverLosesADecision(t *testing.T) {
 				if _, _, err := post(r.base, tok, "write-file", writeCall(fmt.Sprintf("k%d-%d", w, n.Add(1)))); err != nil {
 					return // the process is gone
 				}
+				answered.Add(1)
 			}
 		}()
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Killed mid-load: once calls have been answered, with more in flight.
+	waitFor(t, "calls answered before the kill", func() bool { return answered.Load() >= 8 })
 	r.kill(syscall.SIGKILL)
 	cancel()
 	wg.Wait()

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -64,6 +65,7 @@ func IsCommand(spec *tools.Spec) bool { return spec.Action == ActionCommand }
 type Invoker struct {
 	opts     Options
 	sem      chan struct{}
+	waiting  atomic.Int64 // calls blocked on sem, for tests
 	commands *TenantSlots
 	log      *slog.Logger
 }
@@ -92,6 +94,31 @@ func New(opts Options) *Invoker {
 // CommandsWaiting is how many command-tool calls wait for a slot of their
 // tenant right now.
 func (iv *Invoker) CommandsWaiting() int64 { return iv.commands.Waiting() }
+
+// Waiting is how many calls wait for a global slot (MaxConcurrent) right
+// now.
+func (iv *Invoker) Waiting() int64 { return iv.waiting.Load() }
+
+// acquire takes a global slot, waiting (counted in Waiting) while every
+// slot is taken, until ctx ends.
+func (iv *Invoker) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case iv.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	iv.waiting.Add(1)
+	defer iv.waiting.Add(-1)
+	select {
+	case iv.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Outcome is the shaped result of one invocation.
 type Outcome struct {
@@ -152,12 +179,10 @@ func (iv *Invoker) Invoke(ctx context.Context, p *prepare.Prepared, ob decision.
 		}
 		defer release()
 	}
-	select {
-	case iv.sem <- struct{}{}:
-		defer func() { <-iv.sem }()
-	case <-ctx.Done():
-		return iv.failed(start, fmt.Errorf("waiting for a concurrency slot: %w", ctx.Err()))
+	if err := iv.acquire(ctx); err != nil {
+		return iv.failed(start, fmt.Errorf("waiting for a concurrency slot: %w", err))
 	}
+	defer func() { <-iv.sem }()
 
 	res, err := iv.run(ctx, p, lim)
 	if err == nil && ctx.Err() != nil {

@@ -39,7 +39,7 @@ func (s *stubTool) Run(ctx context.Context, _ *tools.Env, a any, lim tools.Limit
 		<-ctx.Done()
 		return tools.Result{}, ctx.Err()
 	case "ignores-deadline":
-		time.Sleep(50 * time.Millisecond)
+		<-ctx.Done() // and answers success after it anyway
 		return tools.Result{Content: "late"}, nil
 	case "panic":
 		panic("secret /srv/path")

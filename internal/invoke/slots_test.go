@@ -253,8 +253,9 @@ func TestCommandSlotsSitUnderTheGlobalCap(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, "the global cap to fill", func() bool { return cmd.running.now.Load() == 4 })
-	time.Sleep(20 * time.Millisecond) // room for a fifth to (wrongly) start
+	// Every call either runs or waits for a global slot; none is released
+	// before the gate opens, so none can start later.
+	eventually(t, "every call to run or wait", func() bool { return cmd.running.now.Load()+int32(iv.Waiting()) == 6 })
 	if n := cmd.running.now.Load(); n != 4 {
 		t.Fatalf("%d running, global cap 4", n)
 	}

@@ -189,8 +189,8 @@ func TestFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, _, err := s.Key(ctx, header(k2)); done <- err }() // starts the fetch, then hangs up
-	time.Sleep(50 * time.Millisecond)
-	cancel()
+	eventually(t, "the fetch reached the provider", func() bool { return idp.JWKSFetches() == 2 })
+	cancel() // the provider answers 300 ms after the fetch arrived
 	<-done
 	// The fetch completes despite its starter hanging up.
 	eventually(t, "the rotated key is held", func() bool {

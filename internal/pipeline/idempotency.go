@@ -135,6 +135,13 @@ func (p *Pipeline) claim(ctx context.Context, c *call) (Response, bool, error) {
 		}, now)
 		if err != nil {
 			p.o.Logger.Error("idempotency key not reserved; failing closed", "tenant", id.Tenant, "call_id", c.callID, "err", err)
+			// The reservation may have committed all the same (the
+			// connection broke after the statement was sent): release it
+			// as a call that failed closed does, or every retry would wait
+			// for the whole lease. A key that was never written is not
+			// held, which the release takes as done.
+			c.keyLease = now.Add(p.o.KeyLease)
+			p.releaseKey(ctx, c)
 			return Response{}, false, fmt.Errorf("%w: %v", ErrAudit, err)
 		}
 		if cur == nil {

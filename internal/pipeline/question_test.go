@@ -188,9 +188,7 @@ func pollInBackground(t *testing.T, f *fixture, callID string, wait time.Duratio
 		}
 		done <- err
 	}()
-	for f.pl.calls.size() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the poll to subscribe", func() bool { return f.pl.calls.size() > 0 })
 	return done
 }
 
@@ -236,9 +234,7 @@ func TestLongPollReturnsPendingAtTheWaitBoundAndAtShutdown(t *testing.T) {
 			t.Errorf("poll at shutdown: %+v %v", st, err)
 		}
 	})
-	for f.pl.calls.size() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the poll to subscribe", func() bool { return f.pl.calls.size() > 0 })
 	f.pl.StopWaiting()
 	wg.Wait()
 }
