@@ -27,11 +27,12 @@ func policyReplay(args []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "", "only events at or before this RFC 3339 time")
 	tenant := fs.String("tenant", "", "only this tenant (default: every configured tenant)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	failOnChange := fs.Bool("fail-on-change", false, "exit 1 when the candidate decides any audited decision otherwise (for CI)")
 	if err := parse(fs, args); err != nil {
 		return exitUsage
 	}
 	if *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json]")
+		fmt.Fprintln(stderr, "usage: gateway policy replay --config FILE --policy DIR [--from T] [--to T] [--tenant T] [--json] [--fail-on-change]")
 		return exitUsage
 	}
 	var opts replay.Options
@@ -93,8 +94,12 @@ func policyReplay(args []string, stdout, stderr io.Writer) int {
 			return exitRuntime
 		}
 		fmt.Fprintln(stdout, string(b))
-		return exitOK
+	} else {
+		fmt.Fprint(stdout, rep.Text())
 	}
-	fmt.Fprint(stdout, rep.Text())
+	if *failOnChange && rep.Changed > 0 {
+		fmt.Fprintf(stderr, "gateway policy replay: %d decision(s) change under the candidate (--fail-on-change)\n", rep.Changed)
+		return exitRuntime
+	}
 	return exitOK
 }

@@ -4,11 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/store"
 )
 
@@ -91,5 +96,59 @@ func TestPolicyReplayNeverMigrates(t *testing.T) {
 	}
 	if after := sqliteSchema(t, path); after != before {
 		t.Fatalf("replay changed the schema:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// With --fail-on-change, a candidate that decides an audited decision
+// otherwise fails the command (for CI); without it, or when nothing
+// changes, the exit is 0.
+func TestPolicyReplayFailOnChange(t *testing.T) {
+	cfgFile := writeConfig(t, goodConfig)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(filepath.Dir(cfgFile), "ws", "a.txt"), []byte("a\n"), 0o644))
+	cfg, err := config.Load(cfgFile)
+	must(err)
+	g, err := gateway.New(context.Background(), cfg, nil)
+	must(err)
+	secret, err := auth.ReadHS256Secret(filepath.Join(filepath.Dir(cfgFile), "secret"))
+	must(err)
+	tok, err := auth.MintHS256(secret, auth.MintClaims{Tenant: "acme", Subject: "alice", Roles: []string{"developer"}, TTL: time.Hour}, time.Now())
+	must(err)
+	req := httptest.NewRequest("POST", "/v1/tools/read-file/calls", strings.NewReader(`{"arguments":{"path":"a.txt"}}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"outcome":"ok"`) {
+		t.Fatalf("the call to replay: %d %s", rec.Code, rec.Body)
+	}
+	must(g.Close())
+
+	denyAll := filepath.Join(t.TempDir(), "deny")
+	must(os.CopyFS(denyAll, os.DirFS("../../policies")))
+	must(os.WriteFile(filepath.Join(denyAll, "authz.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": false, \"reasons\": [\"frozen\"]}\n"), 0o644))
+	abs, _ := filepath.Abs("../../policies")
+	base := []string{"policy", "replay", "--config", cfgFile}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"the same policy", append(base, "--policy", abs, "--fail-on-change"), 0, "changed 0", ""},
+		{"a candidate that denies, reported", append(base, "--policy", denyAll), 0, "changed 1", ""},
+		{"a candidate that denies, for CI", append(base, "--policy", denyAll, "--fail-on-change"), 1, "changed 1", "1 decision(s) change under the candidate"},
+		{"as JSON, for CI", append(base, "--policy", denyAll, "--fail-on-change", "--json"), 1, `"changed": 1`, "(--fail-on-change)"},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("%s: exit %d, want %d:\n%s%s", tc.name, code, tc.code, out, errs)
+		}
 	}
 }
