@@ -56,6 +56,17 @@ type PolicyEvalResponse struct {
 	Input       map[string]any `json:"input,omitempty"`
 	Problems    []any          `json:"problems,omitempty"`
 	Explanation []string       `json:"explanation,omitempty"`
+	// Error is the policy's runtime error when the outcome is error
+	// because evaluation failed (a conflict, a builtin's error): OPA's
+	// code, its message and where it happened.
+	Error *PolicyEvalError `json:"error,omitempty"`
+}
+
+// PolicyEvalError is a policy's runtime error as OPA reports it.
+type PolicyEvalError struct {
+	Code     string `json:"code"`               // e.g. eval_conflict_error, eval_builtin_error
+	Message  string `json:"message"`            // OPA's message
+	Location string `json:"location,omitempty"` // file:row in the pack
 }
 
 // FiredRule is a rule that produced a value during an evaluation.

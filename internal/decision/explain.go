@@ -43,22 +43,27 @@ type FiredRule struct {
 type Evaluation struct {
 	Decision    Decision
 	Raw         any   // the decision as policy returned it (JSON), nil when undefined
-	Err         error // ErrMalformed when the decision breaks the contract
+	// Err is why there is no decision: ErrMalformed when the decision
+	// breaks the contract, an *EvalError when the policy failed at run
+	// time (a conflict, a builtin's error).
+	Err         error
 	Rules       []FiredRule
 	Explanation []string
 }
 
 // Evaluate runs the authorization entrypoint on input with a tracer, for
 // `POST /v1/policy/eval`. It is slower than Decide and never used on the
-// request path. An OPA error is returned; a malformed decision is reported
-// in Evaluation.Err.
+// request path. A malformed decision and a runtime error of the policy
+// (with its code and location, and the explanation up to it) are reported
+// in Evaluation.Err; other errors (a cancelled request) are returned.
 func (r *Revision) Evaluate(ctx context.Context, input ast.Value, explain string) (*Evaluation, error) {
 	if !ValidExplain(explain) {
 		return nil, fmt.Errorf("decision: unknown explain mode %q", explain)
 	}
 	buf := topdown.NewBufferTracer()
 	rs, err := r.queries[epAuthz].Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(buf))
-	if err != nil {
+	ee := EvalErrorOf(err)
+	if err != nil && (ee == nil || ctx.Err() != nil) {
 		return nil, fmt.Errorf("%w: %w", ErrEvaluation, err)
 	}
 	ev := &Evaluation{Rules: firedRules(*buf)}
@@ -66,9 +71,12 @@ func (r *Revision) Evaluate(ctx context.Context, input ast.Value, explain string
 	if len(rs) > 0 && len(rs[0].Expressions) > 0 {
 		v, _ = rs[0].Expressions[0].Value.(ast.Value)
 	}
-	if v == nil {
+	switch {
+	case ee != nil:
+		ev.Err = ee
+	case v == nil:
 		ev.Err = fmt.Errorf("%w: decision is undefined", ErrMalformed)
-	} else {
+	default:
 		ev.Raw, _ = JSON(v) // numbers stay numbers in /v1/policy/eval
 		if d, err := parseDecision(v); err != nil {
 			ev.Err = fmt.Errorf("%w: %w", ErrMalformed, err)

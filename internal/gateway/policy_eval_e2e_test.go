@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,64 @@ func TestPolicyEvalExplainsWithoutEffectOrAuditEvent(t *testing.T) {
 	h.assertUnchanged(before)
 	if got := h.verify("acme"); got != n {
 		t.Fatalf("evaluations wrote %d audit events", got-n)
+	}
+}
+
+// brokenAuthz loads and compiles, but fails at run time for some inputs:
+// a conflict (two values for one complete rule) and a builtin's error.
+const brokenAuthz = `package toolgate.authz
+
+verdict := "allow" if input.args.path == "conflict.txt"
+
+verdict := "deny" if input.args.path == "conflict.txt"
+
+default decision := {"allow": true, "reasons": ["fine"]}
+
+decision := {"allow": verdict == "allow", "reasons": ["conflicted"]} if input.args.path == "conflict.txt"
+
+decision := {"allow": to_number(input.args.path) > 0, "reasons": ["a number"]} if input.args.path == "not-a-number.txt"
+`
+
+// An author sees the policy's runtime error — its code, message and
+// file:row — instead of a bare 503; the explanation runs up to it.
+func TestPolicyEvalShowsARuntimeErrorWithItsLocation(t *testing.T) {
+	h := start(t, func(s *setup) {
+		s.files = map[string]string{"acme/fine.txt": "x", "acme/conflict.txt": "x", "acme/not-a-number.txt": "x"}
+		s.policy = func(dir string) {
+			for _, f := range []string{"authz.rego", "availability.rego", "audit.rego", "lib.rego"} {
+				os.Remove(filepath.Join(dir, f))
+			}
+			must(t0(), os.WriteFile(filepath.Join(dir, "availability.rego"), []byte("package toolgate.availability\n\ndefault allow := true\n"), 0o644))
+			must(t0(), os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(brokenAuthz), 0o644))
+		}
+	})
+	admin := h.token("acme", "pat", "policy-admin")
+	eval := func(path, explain string) response {
+		return h.do("POST", "/v1/policy/eval", admin, []byte(`{"explain":"`+explain+`","tool":"read-file","arguments":{"path":"`+path+`"},"principal":{"id":"alice","roles":["developer"]}}`))
+	}
+	if r := eval("fine.txt", ""); r.status != 200 || r.str("outcome") != "allow" || r.body["error"] != nil {
+		t.Fatalf("a path the policy handles: %d %s", r.status, r.raw)
+	}
+	for _, tc := range []struct{ path, code, location string }{
+		{"conflict.txt", "eval_conflict_error", "authz.rego:5"}, // the second value
+		{"not-a-number.txt", "eval_builtin_error", "authz.rego:11"},
+	} {
+		r := eval(tc.path, "full")
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 200 || r.str("outcome") != "error" || e == nil || e["code"] != tc.code ||
+			!strings.HasSuffix(e["location"].(string), tc.location) || e["message"] == "" {
+			t.Fatalf("%s: %d %s", tc.path, r.status, r.raw)
+		}
+		if strings.Contains(e["location"].(string), h.dir) {
+			t.Errorf("%s: the location names a host path: %s", tc.path, e["location"])
+		}
+		if len(strs(r.body["explanation"])) == 0 || len(strs(r.body["reasons"])) == 0 {
+			t.Errorf("%s: no explanation or reason: %s", tc.path, r.raw)
+		}
+	}
+	// The call itself still fails closed, and the model sees no detail.
+	dev := h.token("acme", "alice", "developer")
+	if r := h.call(dev, "read-file", `{"arguments":{"path":"conflict.txt"}}`); r.status != 503 || strings.Contains(string(r.raw), "conflict") {
+		t.Fatalf("a call the policy fails on: %d %s", r.status, r.raw)
 	}
 }

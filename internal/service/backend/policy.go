@@ -83,6 +83,10 @@ func (s policy) Evaluate(ctx context.Context, req service.EvalRequest) (apiv1.Po
 	}
 	if ev := res.Evaluation; ev != nil {
 		out.Decision, out.Message, out.Explanation = ev.Raw, ev.Decision.Message, ev.Explanation
+		var ee *decision.EvalError
+		if errors.As(ev.Err, &ee) {
+			out.Error = &apiv1.PolicyEvalError{Code: ee.Code, Message: ee.Message, Location: ee.Location}
+		}
 		for _, f := range ev.Rules {
 			out.Rules = append(out.Rules, apiv1.FiredRule{Rule: f.Rule, Location: f.Location, Title: f.Title})
 		}
