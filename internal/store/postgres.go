@@ -101,7 +101,7 @@ func openPostgresDSN(ctx context.Context, dsn string, o options) (*DB, error) {
 		driver:    Postgres,
 		audit:     &pgAudit{pool: pool, writeTimeout: o.writeTimeout},
 		approvals: &approvals{w: db, r: db, dollar: true},
-		tasks:     &pgTasks{pool: pool},
+		tasks:     newTasks(db, db, postgresTasks),
 		keys:      &idempotencyKeys{w: db, r: db, dollar: true},
 		limiter:   &pgLimiter{pool: pool, timeout: o.writeTimeout},
 		close: func() error {
