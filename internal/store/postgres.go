@@ -99,7 +99,7 @@ func openPostgresDSN(ctx context.Context, dsn string, o options) (*DB, error) {
 	}
 	return &DB{
 		driver:    Postgres,
-		audit:     &pgAudit{pool: pool, writeTimeout: o.writeTimeout},
+		audit:     newPgAudit(db, pool, o.writeTimeout),
 		approvals: &approvals{w: db, r: db, dollar: true},
 		tasks:     newTasks(db, db, postgresTasks),
 		keys:      &idempotencyKeys{w: db, r: db, dollar: true},
