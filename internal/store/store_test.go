@@ -36,7 +36,9 @@ var backends = []backend{
 		dsn:    func(t *testing.T) string { return filepath.Join(t.TempDir(), "audit.db") },
 		failInserts: func(t *testing.T, dsn, table string) func() {
 			t.Helper()
-			db, err := sql.Open("sqlite", dsn)
+			// A busy timeout: the log's integrator may hold the write
+			// lock for a moment.
+			db, err := sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}
