@@ -205,49 +205,6 @@ func TestPostgresReplicasAppendConcurrentlyWithoutLossOrDuplicates(t *testing.T)
 	}
 }
 
-func TestPostgresReplicasStartingTogetherMigrateOnce(t *testing.T) {
-	const replicas = 6
-	dsn := pgtest.DSN(t)
-	var wg sync.WaitGroup
-	errs := make([]error, replicas)
-	applied := make([][]string, replicas)
-	for i := range replicas {
-		wg.Go(func() {
-			if i%2 == 0 {
-				applied[i], errs[i] = Migrate(context.Background(), Postgres, dsn)
-				return
-			}
-			s, err := Open(context.Background(), Postgres, dsn, WithMaxConns(1))
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("replica %d: %v", i, err)
-		}
-	}
-	var rows, versions int
-	c := connect(t, dsn)
-	if err := c.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version_id) FROM `+versionTable).Scan(&rows, &versions); err != nil {
-		t.Fatal(err)
-	}
-	if rows != versions || rows == 0 {
-		t.Fatalf("%s holds %d rows for %d versions", versionTable, rows, versions)
-	}
-	// Migrate reports what it applied: at most one of them did.
-	total := 0
-	for _, a := range applied {
-		total += len(a)
-	}
-	if total > versions {
-		t.Fatalf("migrations applied %d times for %d versions", total, versions)
-	}
-}
-
 // pool_max_conns and the other pool settings of a DSN configure the pool;
 // migrating, on connections of its own, does not send them to the server.
 func TestPostgresDSNWithPoolSettingsOpensAndMigrates(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/audit"
@@ -105,47 +104,5 @@ func TestSQLiteCommitsAreDurable(t *testing.T) {
 	}
 	if ro, err := s.ReaderIsQueryOnly(t.Context()); err != nil || !ro {
 		t.Fatalf("read pool query_only = %v, %v; want true", ro, err)
-	}
-}
-
-// Gateways (or `gateway audit migrate`) starting together on one new file
-// take turns: every one succeeds and each migration is recorded once.
-func TestSQLiteMigratorsStartingTogetherMigrateOnce(t *testing.T) {
-	const migrators = 6
-	path := filepath.Join(t.TempDir(), "audit.db")
-	errs := make([]error, migrators)
-	applied := make([][]string, migrators)
-	var wg sync.WaitGroup
-	for i := range migrators {
-		wg.Go(func() {
-			if i%2 == 0 {
-				applied[i], errs[i] = Migrate(context.Background(), SQLite, path)
-				return
-			}
-			db, err := Open(context.Background(), SQLite, path)
-			if err == nil {
-				db.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("migrator %d: %v", i, err)
-		}
-	}
-	db := openSQLite(t, path)
-	var rows, versions int
-	if err := sqliteAuditOf(db).r.QueryRow(`SELECT count(*), count(DISTINCT version_id) FROM `+versionTable+` WHERE version_id > 0`).Scan(&rows, &versions); err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, a := range applied {
-		total += len(a)
-	}
-	want := len(knownVersions(t, SQLite))
-	if rows != versions || versions != want || total > versions {
-		t.Fatalf("%d version rows for %d versions, %d applied by Migrate; want each of the %d once", rows, versions, total, want)
 	}
 }

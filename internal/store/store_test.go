@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -371,6 +372,62 @@ func TestSchemaIsVersioned(t *testing.T) {
 			if err := open(); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "newer") {
 				t.Errorf("%s on a newer schema = %v, want a refusal", name, err)
 			}
+		}
+	})
+}
+
+// auditStoreOf is the shared part of db's audit repository.
+func auditStoreOf(db *DB) *auditStore {
+	switch a := db.Audit().(type) {
+	case *sqliteAudit:
+		return &a.auditStore
+	case *pgAudit:
+		return &a.auditStore
+	}
+	panic("an audit repository of no known driver")
+}
+
+// Migrators starting together (replicas, or `gateway audit migrate` beside
+// a gateway) take turns: every migration is applied and recorded once.
+func TestMigratorsStartingTogetherMigrateOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const migrators = 6
+		dsn := b.dsn(t)
+		errs := make([]error, migrators)
+		applied := make([][]string, migrators)
+		var wg sync.WaitGroup
+		for i := range migrators {
+			wg.Go(func() {
+				if i%2 == 0 {
+					applied[i], errs[i] = Migrate(context.Background(), b.driver, dsn)
+					return
+				}
+				db, err := Open(context.Background(), b.driver, dsn, WithMaxConns(1))
+				if err == nil {
+					db.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("migrator %d: %v", i, err)
+			}
+		}
+		var rows, versions int
+		if err := auditStoreOf(openFor(t, b, dsn)).r.QueryRow(`SELECT count(*), count(DISTINCT version_id) FROM `+versionTable+
+			` WHERE version_id > 0`).Scan(&rows, &versions); err != nil {
+			t.Fatal(err)
+		}
+		// Migrate reports what it applied: at most one of them did.
+		total := 0
+		for _, a := range applied {
+			total += len(a)
+		}
+		want := len(knownVersions(t, b.driver))
+		if rows != versions || versions != want || total > versions {
+			t.Fatalf("%d version rows for %d versions, %d applied by Migrate; want each of the %d once", rows, versions, total, want)
 		}
 	})
 }
