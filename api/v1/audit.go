@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -75,6 +77,12 @@ type AuditEvent struct {
 	// (an MCP elicitation). Client stays the calling platform named by the
 	// credential. Absent for REST and the console.
 	Via string `json:"via,omitempty"`
+	// LeafVersion is the rule by which the event's JSON becomes its hash,
+	// its leaf in the tenant's tree (see LeafVersionOf): 2 on every event
+	// the log writes now; absent (version 1) on events written before it.
+	// It is part of the hashed content, so it cannot change without
+	// changing the hash.
+	LeafVersion int64 `json:"leaf_version,omitzero"`
 	// MCPRequestID is the JSON-RPC id of the MCP tools/call request that
 	// made the call (its JSON text: 7 or "7"; over 128 bytes, "sha256:"
 	// and the hex digest of that text), over /mcp and over stdio alike.
@@ -155,10 +163,81 @@ func (e *AuditEvent) ComputeHash() (string, error) {
 	return HashOf(raw)
 }
 
+// Leaf versions: how an event's JSON becomes its hash, the 32 bytes that
+// are its leaf in the tenant's RFC 6962 tree. Versions 1 and 2 hash by the
+// same rule (ComputeHash); version 2 names itself in the hashed content,
+// so that a later rule can be told apart from it by every verifier.
+const (
+	// LeafVersion1: an event without a "leaf_version" member, everything
+	// written before the member existed.
+	LeafVersion1 = 1
+	// LeafVersion2: "leaf_version": 2, every event the log writes now.
+	LeafVersion2 = 2
+	// CurrentLeafVersion is the version the log writes.
+	CurrentLeafVersion = LeafVersion2
+)
+
+// ErrUnknownLeafVersion: an event's "leaf_version" is not one this code
+// knows how to hash (a newer gateway's event, or a malformed member).
+// The error names the event; verifiers report it, they never guess.
+var ErrUnknownLeafVersion = errors.New("unknown audit leaf version")
+
+// LeafVersionOf returns the leaf version of an event given as its JSON
+// object: 1 when it has no "leaf_version" member, else the member's value
+// when it is a known version. Every verifier reads it before hashing. An
+// unknown or malformed version fails with ErrUnknownLeafVersion, naming
+// the event by its "id".
+func LeafVersionOf(raw []byte) (int, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return 0, errors.New("v1: an event is a JSON object")
+	}
+	var id string
+	var version jsontext.Value
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, err
+		}
+		switch tok.String() {
+		case "id":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return 0, err
+			}
+			json.Unmarshal(v, &id) // a malformed id only names the event worse
+		case "leaf_version":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return 0, err
+			}
+			version = bytes.Clone(v)
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if version == nil {
+		return LeafVersion1, nil
+	}
+	if version.Kind() == '0' {
+		if n, err := strconv.ParseFloat(string(version), 64); err == nil && (n == LeafVersion1 || n == LeafVersion2) {
+			return int(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %s of event %q", ErrUnknownLeafVersion, version, id)
+}
+
 // HashOf computes the hash of an event given as its JSON object (as
 // stored, as the API returns it, a line of an ndjson export): the members
-// "hash" and "log_index" are left out, everything else counts.
+// "hash" and "log_index" are left out, everything else counts. It reads
+// the event's leaf version first (LeafVersionOf) and refuses one it does
+// not know with ErrUnknownLeafVersion.
 func HashOf(raw []byte) (string, error) {
+	if _, err := LeafVersionOf(raw); err != nil {
+		return "", err
+	}
 	var members map[string]jsontext.Value
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return "", err

@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -66,5 +67,54 @@ func TestHashOfRefusesWhatIsNotOneObject(t *testing.T) {
 	}
 	if _, err := apiv1.HashOf([]byte(`{"id":"a","nested":{"x":1,"x":2}}`)); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("a duplicate nested member: %v", err)
+	}
+}
+
+// LeafVersionOf reads the version every verifier checks before hashing:
+// absent is 1, 1 and 2 are known, anything else is ErrUnknownLeafVersion
+// naming the event; HashOf and ComputeHash refuse what it refuses.
+func TestLeafVersionOfAndHashOf(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want int // 0: ErrUnknownLeafVersion
+	}{
+		{`{"id":"e-1","tenant":"acme"}`, 1},
+		{`{"id":"e-1","leaf_version":1}`, 1},
+		{`{"id":"e-1","leaf_version":2}`, 2},
+		{`{"leaf_version":2,"id":"e-1","nested":{"leaf_version":3}}`, 2},
+		{`{"id":"e-1","leaf_version":3}`, 0},
+		{`{"id":"e-1","leaf_version":0}`, 0},
+		{`{"id":"e-1","leaf_version":-2}`, 0},
+		{`{"id":"e-1","leaf_version":2.5}`, 0},
+		{`{"id":"e-1","leaf_version":"2"}`, 0},
+		{`{"id":"e-1","leaf_version":null}`, 0},
+		{`{"id":"e-1","leaf_version":[2]}`, 0},
+	} {
+		got, err := apiv1.LeafVersionOf([]byte(c.raw))
+		h, herr := apiv1.HashOf([]byte(c.raw))
+		if c.want == 0 {
+			if !errors.Is(err, apiv1.ErrUnknownLeafVersion) || !strings.Contains(err.Error(), `"e-1"`) {
+				t.Errorf("LeafVersionOf(%s) = %d, %v; want ErrUnknownLeafVersion naming e-1", c.raw, got, err)
+			}
+			if !errors.Is(herr, apiv1.ErrUnknownLeafVersion) {
+				t.Errorf("HashOf(%s) = %s, %v; want ErrUnknownLeafVersion", c.raw, h, herr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("LeafVersionOf(%s) = %d, %v; want %d", c.raw, got, err, c.want)
+		}
+		if herr != nil {
+			t.Errorf("HashOf(%s): %v", c.raw, herr)
+		}
+	}
+	ev := event()
+	ev.LeafVersion = 3
+	if h, err := ev.ComputeHash(); !errors.Is(err, apiv1.ErrUnknownLeafVersion) {
+		t.Errorf("ComputeHash of a version 3 event = %s, %v", h, err)
+	}
+	ev.LeafVersion = 2
+	if _, err := ev.ComputeHash(); err != nil {
+		t.Errorf("ComputeHash of a version 2 event: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
 // struct (client, concealed, obligations, decision, result, approval,
-// question, shadow and trace_id when empty; nil slices and maps as [] and
+// question, shadow, trace_id and leaf_version when empty; nil slices and maps as [] and
 // {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
@@ -104,6 +104,10 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 		val(`"input":`, map[string]any{})
 	} else {
 		val(`"input":`, ev.Input)
+	}
+	if ev.LeafVersion != 0 && err == nil {
+		b = append(b, `,"leaf_version":`...)
+		b, err = canonical.Append(b, ev.LeafVersion)
 	}
 	if ev.MCPRequestID != "" {
 		str(`"mcp_request_id":`, ev.MCPRequestID)

@@ -34,8 +34,13 @@ const HashPrefix = "sha256:"
 // full event, "hash" included, "log_index" never.
 //
 // ComputeHash ignores the values of existing "hash" and "log_index"
-// members; it fails when raw is not a JSON object.
+// members; it fails when raw is not a JSON object, and with
+// ErrUnknownLeafVersion when the event's leaf version (LeafVersionOf) is
+// one this code does not know how to hash.
 func ComputeHash(raw []byte) (string, error) {
+	if _, err := LeafVersionOf(raw); err != nil {
+		return "", err
+	}
 	content, _, _, err := splitHash(raw)
 	if err != nil {
 		return "", err

@@ -38,10 +38,16 @@ func goldenEvent(i int) *audit.Event {
 // change with a documented, versioned change of the definition. They were
 // cross-checked with an independent JCS implementation (Python json.dumps
 // with sorted keys, compact separators and ensure_ascii=False, exact for
-// these values). goldenHashes are of events as the log writes them now
-// (chain "", seq 0, prev_hash ""), chainHashes of the same events as the
+// these values). goldenHashes are of events of leaf version 1, as the log
+// wrote them before leaf versions (chain "", seq 0, prev_hash "", no
+// leaf_version), leafV2Hashes of the same events as the log writes them
+// now ("leaf_version": 2), chainHashes of the same events as the
 // hash-chain era wrote them (chain "main", seq 1 and 2, linked).
 var (
+	leafV2Hashes = []string{
+		"sha256:89204ef5b695c8c99c715fcd1414cb8f0e97f5e5bb601f96b1adc59522575e18",
+		"sha256:c1841564095c074fbdf3f5823a573738b65ae18d656c1a6e48dffc347f4a1f0f",
+	}
 	goldenHashes = []string{
 		"sha256:ead30ee1a7b32fba5a905cab34a37ec203bc0eaf39b3f696d109611aa09b4b85",
 		"sha256:c5dfa1de4b21d15677c4e26944b49d109ec8fcb28c3e5e145b6b73f83c536d3f",
@@ -59,10 +65,13 @@ func TestHashDefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	for i := range goldenHashes {
+	for i := range leafV2Hashes {
 		ev := goldenEvent(i)
 		if err := l.Append(t.Context(), ev); err != nil {
 			t.Fatal(err)
+		}
+		if ev.LeafVersion != audit.LeafVersion2 {
+			t.Fatalf("event %d: leaf_version %d, want the log to write %d", i, ev.LeafVersion, audit.LeafVersion2)
 		}
 		// Recompute from the definition: canonical JSON of the event object
 		// without "hash" (and "log_index"), SHA-256, hex, "sha256:" prefix.
@@ -80,8 +89,8 @@ func TestHashDefinition(t *testing.T) {
 		if ev.Hash != want || ev.PrevHash != "" || ev.Seq != 0 || ev.Chain != "" {
 			t.Fatalf("event %d: hash %s chain %q seq %d prev %q; want hash %s and no chain link", i, ev.Hash, ev.Chain, ev.Seq, ev.PrevHash, want)
 		}
-		if ev.Hash != goldenHashes[i] {
-			t.Fatalf("event %d: hash %s, golden %s: the hash definition changed", i, ev.Hash, goldenHashes[i])
+		if ev.Hash != leafV2Hashes[i] {
+			t.Fatalf("event %d: hash %s, golden %s: the hash definition changed", i, ev.Hash, leafV2Hashes[i])
 		}
 		// log_index is not part of it.
 		idx := int64(7)
@@ -89,8 +98,17 @@ func TestHashDefinition(t *testing.T) {
 		if b, err = json.Marshal(ev); err != nil {
 			t.Fatal(err)
 		}
-		if h, err := audit.ComputeHash(b); err != nil || h != goldenHashes[i] {
+		if h, err := audit.ComputeHash(b); err != nil || h != leafV2Hashes[i] {
 			t.Fatalf("event %d with a log_index hashes to %s, %v", i, h, err)
+		}
+		// The same event as the log wrote it before leaf versions
+		// (version 1: no leaf_version member) keeps its hash.
+		ev.LeafVersion = 0
+		if b, err = json.Marshal(ev); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := audit.ComputeHash(b); err != nil || h != goldenHashes[i] {
+			t.Fatalf("event %d of leaf version 1 hashes to %s, %v; golden %s", i, h, err, goldenHashes[i])
 		}
 	}
 	// Events of the hash-chain era keep their hashes.
@@ -110,11 +128,19 @@ func TestHashDefinition(t *testing.T) {
 }
 
 // traceHashes are goldenEvent's hashes with trace_id
-// "4bf92f3577b34da6a3ce929d0e0e4736", cross-checked like goldenHashes.
-var traceHashes = []string{
-	"sha256:5ea16c1de23e33daadef354a670db131d198488fbc9ca812306445da5fe9cd5f",
-	"sha256:a52f1d8ae82bc33171415b4cafa4e20bbaed90220efe56322529e56fc8193a63",
-}
+// "4bf92f3577b34da6a3ce929d0e0e4736" as the log writes them (leaf version
+// 2), traceV1Hashes as it wrote them before leaf versions; cross-checked
+// like goldenHashes.
+var (
+	traceHashes = []string{
+		"sha256:89648b7b19d3dad7b36993cd81ac8b0c2ed9ccbe31a04a8780a58e9047fd6ffe",
+		"sha256:8ca8166c0fac611b1e628043abeb378ea098a5356474146c04d433cdfa239b11",
+	}
+	traceV1Hashes = []string{
+		"sha256:5ea16c1de23e33daadef354a670db131d198488fbc9ca812306445da5fe9cd5f",
+		"sha256:a52f1d8ae82bc33171415b4cafa4e20bbaed90220efe56322529e56fc8193a63",
+	}
+)
 
 // trace_id is hashed content: Append takes it from the request's span,
 // the hash covers it, an edit of it no longer verifies, and events
@@ -143,6 +169,13 @@ func TestHashDefinitionWithTraceID(t *testing.T) {
 		}
 		if h, err := audit.ComputeHash(b); err != nil || h != traceHashes[i] {
 			t.Fatalf("event %d recomputed: %s, %v", i, h, err)
+		}
+		v1 := *ev
+		v1.LeafVersion = 0
+		if b1, _ := json.Marshal(&v1); true {
+			if h, err := audit.ComputeHash(b1); err != nil || h != traceV1Hashes[i] {
+				t.Fatalf("event %d of leaf version 1 recomputed: %s, %v; golden %s", i, h, err, traceV1Hashes[i])
+			}
 		}
 		// Another trace id is another event.
 		var m map[string]any

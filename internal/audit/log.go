@@ -221,6 +221,7 @@ func (l *Log) AppendWith(ctx context.Context, ev *Event, rec any) error {
 			ev.TraceID = sc.TraceID().String()
 		}
 	}
+	ev.LeafVersion = CurrentLeafVersion // the log writes only the current version
 	e := *ev
 	e.Chain, e.Seq, e.PrevHash, e.Hash, e.LogIndex = "", 0, "", "", nil
 	p, err := l.prepare(&e)

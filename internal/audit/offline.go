@@ -86,7 +86,7 @@ func exportLeaves(r io.Reader, tenant string) ([][]byte, error) {
 		}
 		got, err := LeafHash(raw)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: event %s: %v", line, ev.ID, err)
+			return nil, fmt.Errorf("line %d: event %s: %w", line, ev.ID, err)
 		}
 		if got != ev.Hash {
 			return nil, fmt.Errorf("line %d: event %s was changed: its content hashes to %s, not %s", line, ev.ID, got, ev.Hash)

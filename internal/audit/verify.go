@@ -376,6 +376,9 @@ func (v *treeVerifier) flush() error {
 }
 
 func (v *treeVerifier) check(r Row) error {
+	if _, err := LeafVersionOf(r.Raw); err != nil {
+		return err
+	}
 	content, stored, hasIndex, err := splitHash(r.Raw)
 	if err != nil {
 		return err

@@ -12,7 +12,8 @@ import (
 
 // Test-only hooks of the audit repositories: they exist only in this
 // package's test binary, where storetest finds them through its Tamperer
-// and RetentionTamperer interfaces.
+// and RetentionTamperer interfaces. They are written once, on auditStore,
+// for both databases.
 
 // tamperable are the columns a tamper test may rewrite.
 var tamperable = map[string]bool{
@@ -21,13 +22,25 @@ var tamperable = map[string]bool{
 	"decision_id": true, "hash": true,
 }
 
+// q rewrites ? placeholders for the dialect.
+func (s *auditStore) q(query string) string { return placeholders(query, s.d.dollar) }
+
+// rawArg is raw JSON as the store writes it into audit_events: TEXT on
+// SQLite, BYTEA on PostgreSQL.
+func (s *auditStore) rawArg(raw []byte) any {
+	if s.d.dollar {
+		return raw
+	}
+	return string(raw)
+}
+
 // TamperRaw overwrites the stored raw JSON of event id.
-func (s *sqliteAudit) TamperRaw(ctx context.Context, id string, raw []byte) error {
-	return s.tamper(ctx, `UPDATE audit_events SET raw = ? WHERE id = ?`, string(raw), id)
+func (s *auditStore) TamperRaw(ctx context.Context, id string, raw []byte) error {
+	return s.tamper(ctx, `UPDATE audit_events SET raw = ? WHERE id = ?`, s.rawArg(raw), id)
 }
 
 // TamperColumn overwrites one indexed column of event id.
-func (s *sqliteAudit) TamperColumn(ctx context.Context, id, column string, value any) error {
+func (s *auditStore) TamperColumn(ctx context.Context, id, column string, value any) error {
 	if !tamperable[column] {
 		return fmt.Errorf("tamper: unknown column %q", column)
 	}
@@ -35,12 +48,12 @@ func (s *sqliteAudit) TamperColumn(ctx context.Context, id, column string, value
 }
 
 // TamperDelete removes event id.
-func (s *sqliteAudit) TamperDelete(ctx context.Context, id string) error {
+func (s *auditStore) TamperDelete(ctx context.Context, id string) error {
 	return s.tamper(ctx, `DELETE FROM audit_events WHERE id = ?`, id)
 }
 
-func (s *sqliteAudit) tamper(ctx context.Context, q string, args ...any) error {
-	res, err := s.w.ExecContext(ctx, q, args...)
+func (s *auditStore) tamper(ctx context.Context, q string, args ...any) error {
+	res, err := s.w.ExecContext(ctx, s.q(q), args...)
 	if err != nil {
 		return err
 	}
@@ -50,25 +63,37 @@ func (s *sqliteAudit) tamper(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
-// ExplainQuery returns SQLite's plan for the page query of f.
-func (s *sqliteAudit) ExplainQuery(ctx context.Context, tenant string, f audit.Filter) (string, error) {
-	q, args, err := sqliteQuery(tenant, f)
+// ExplainQuery returns the database's plan for the page query of f, as
+// the store runs it (with parameters).
+func (s *auditStore) ExplainQuery(ctx context.Context, tenant string, f audit.Filter) (string, error) {
+	q, args, err := s.pageQuery(tenant, f)
 	if err != nil {
 		return "", err
 	}
-	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	explain := "EXPLAIN QUERY PLAN "
+	if s.d.dollar {
+		explain = "EXPLAIN "
+	}
+	rows, err := s.r.QueryContext(ctx, explain+q, args...)
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
 	var lines []string
 	for rows.Next() {
-		var id, parent, notused sql.NullInt64
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+		// SQLite: id, parent, notused, detail; PostgreSQL: one line.
+		dest := make([]any, len(cols))
+		for i := range dest {
+			dest[i] = new(sql.NullString)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return "", err
 		}
-		lines = append(lines, detail)
+		lines = append(lines, dest[len(dest)-1].(*sql.NullString).String)
 	}
 	return strings.Join(lines, "\n"), rows.Err()
 }
@@ -86,8 +111,8 @@ var PlanIndexes = map[string]string{
 }
 
 // TamperSchemaVersion records a schema version this binary does not know.
-func (s *sqliteAudit) TamperSchemaVersion(ctx context.Context, v int) error {
-	return s.tamper(ctx, `INSERT INTO `+versionTable+` (version_id, is_applied) VALUES (?, 1)`, v)
+func (s *auditStore) TamperSchemaVersion(ctx context.Context, v int) error {
+	return s.tamper(ctx, `INSERT INTO `+versionTable+` (version_id, is_applied) VALUES (?, true)`, v)
 }
 
 // WriterPragmas reports the durability settings of the write connection.
@@ -106,107 +131,47 @@ func (s *sqliteAudit) ReaderIsQueryOnly(ctx context.Context) (bool, error) {
 	return on == 1, err
 }
 
-// TamperRaw overwrites the stored raw JSON of event id.
-func (s *pgAudit) TamperRaw(ctx context.Context, id string, raw []byte) error {
-	return s.tamper(ctx, `UPDATE audit_events SET raw = $1 WHERE id = $2`, raw, id)
-}
-
-// TamperColumn overwrites one indexed column of event id.
-func (s *pgAudit) TamperColumn(ctx context.Context, id, column string, value any) error {
-	if !tamperable[column] {
-		return fmt.Errorf("tamper: unknown column %q", column)
-	}
-	return s.tamper(ctx, `UPDATE audit_events SET `+column+` = $1 WHERE id = $2`, value, id)
-}
-
-// TamperDelete removes event id.
-func (s *pgAudit) TamperDelete(ctx context.Context, id string) error {
-	return s.tamper(ctx, `DELETE FROM audit_events WHERE id = $1`, id)
-}
-
-func (s *pgAudit) tamper(ctx context.Context, q string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	if n := tag.RowsAffected(); n != 1 {
-		return fmt.Errorf("tamper: %d rows affected", n)
-	}
-	return nil
-}
-
-// TamperSchemaVersion records a schema version this binary does not know.
-func (s *pgAudit) TamperSchemaVersion(ctx context.Context, v int) error {
-	return s.tamper(ctx, `INSERT INTO `+versionTable+` (version_id, is_applied) VALUES ($1, true)`, v)
-}
-
-// ExplainQuery returns PostgreSQL's plan for the page query of f, as the
-// store runs it (a prepared statement with parameters).
-func (s *pgAudit) ExplainQuery(ctx context.Context, tenant string, f audit.Filter) (string, error) {
-	q, args, err := postgresQuery(tenant, f)
-	if err != nil {
-		return "", err
-	}
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+q, args...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
-}
-
 // Analyze refreshes the planner statistics of the events table.
 func (s *pgAudit) Analyze(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `ANALYZE audit_events`)
+	_, err := s.w.ExecContext(ctx, `ANALYZE audit_events`)
 	return err
 }
 
 // SetPruneBatch bounds the events one prune step deletes.
-func (s *sqliteAudit) SetPruneBatch(n int) { s.pruneBatch = n }
-
-// SetPruneBatch bounds the events one prune step deletes.
-func (s *pgAudit) SetPruneBatch(n int) { s.pruneBatch = n }
+func (s *auditStore) SetPruneBatch(n int) { s.pruneBatch = n }
 
 // TamperTree replaces the tenant's stored tree and all its nodes.
-func (s *sqliteAudit) TamperTree(ctx context.Context, tenant string, size int64, state, root []byte, nodes []tlog.Node) error {
+func (s *auditStore) TamperTree(ctx context.Context, tenant string, size int64, state, root []byte, nodes []tlog.Node) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM audit_tree_nodes WHERE tenant = ?`, tenant); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM audit_tree_nodes WHERE tenant = ?`), tenant); err != nil {
 		return err
 	}
 	for _, n := range nodes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_tree_nodes (tenant, level, idx, hash) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO audit_tree_nodes (tenant, level, idx, hash) VALUES (?, ?, ?, ?)`),
 			tenant, int64(n.ID.Level), int64(n.ID.Index), n.Hash); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE audit_trees SET size = ?, state = ?, root = ? WHERE tenant = ?`, size, state, root, tenant); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE audit_trees SET size = ?, state = ?, root = ? WHERE tenant = ?`), size, state, root, tenant); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
 // TamperCheckpointNote replaces (nil: deletes) the stored latest checkpoint.
-func (s *sqliteAudit) TamperCheckpointNote(ctx context.Context, tenant string, note []byte, size int64) error {
+func (s *auditStore) TamperCheckpointNote(ctx context.Context, tenant string, note []byte, size int64) error {
 	return s.tamper(ctx, `UPDATE audit_trees SET checkpoint = ?, checkpoint_size = ? WHERE tenant = ?`, note, size, tenant)
 }
 
 // TamperDeleteTenant deletes the tenant's events, tree and nodes.
-func (s *sqliteAudit) TamperDeleteTenant(ctx context.Context, tenant string) error {
+func (s *auditStore) TamperDeleteTenant(ctx context.Context, tenant string) error {
 	for _, q := range []string{`DELETE FROM audit_events WHERE tenant = ?`, `DELETE FROM audit_trees WHERE tenant = ?`,
 		`DELETE FROM audit_tree_nodes WHERE tenant = ?`} {
-		if _, err := s.w.ExecContext(ctx, q, tenant); err != nil {
+		if _, err := s.w.ExecContext(ctx, s.q(q), tenant); err != nil {
 			return err
 		}
 	}
@@ -214,7 +179,7 @@ func (s *sqliteAudit) TamperDeleteTenant(ctx context.Context, tenant string) err
 }
 
 // InsertLegacy stores an event as the previous gateway did.
-func (s *sqliteAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
+func (s *auditStore) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
 	ms, err := audit.TimeMS(ev)
 	if err != nil {
 		return err
@@ -222,55 +187,5 @@ func (s *sqliteAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []b
 	return s.tamper(ctx, `INSERT INTO audit_events
 		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ev.Tenant, ev.Chain, ev.Seq, ev.ID, ms, ev.Tool, ev.Principal,
-		ev.Outcome, ev.Phase, ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, string(raw))
-}
-
-// TamperTree replaces the tenant's stored tree and all its nodes.
-func (s *pgAudit) TamperTree(ctx context.Context, tenant string, size int64, state, root []byte, nodes []tlog.Node) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `DELETE FROM audit_tree_nodes WHERE tenant = $1`, tenant); err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_tree_nodes (tenant, level, idx, hash) VALUES ($1, $2, $3, $4)`,
-			tenant, int16(n.ID.Level), int64(n.ID.Index), n.Hash); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE audit_trees SET size = $1, state = $2, root = $3 WHERE tenant = $4`, size, state, root, tenant); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
-}
-
-// TamperCheckpointNote replaces (nil: deletes) the stored latest checkpoint.
-func (s *pgAudit) TamperCheckpointNote(ctx context.Context, tenant string, note []byte, size int64) error {
-	return s.tamper(ctx, `UPDATE audit_trees SET checkpoint = $1, checkpoint_size = $2 WHERE tenant = $3`, note, size, tenant)
-}
-
-// TamperDeleteTenant deletes the tenant's events, tree and nodes.
-func (s *pgAudit) TamperDeleteTenant(ctx context.Context, tenant string) error {
-	for _, q := range []string{`DELETE FROM audit_events WHERE tenant = $1`, `DELETE FROM audit_trees WHERE tenant = $1`,
-		`DELETE FROM audit_tree_nodes WHERE tenant = $1`} {
-		if _, err := s.pool.Exec(ctx, q, tenant); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// InsertLegacy stores an event as the previous gateway did.
-func (s *pgAudit) InsertLegacy(ctx context.Context, ev *audit.Event, raw []byte) error {
-	ms, err := audit.TimeMS(ev)
-	if err != nil {
-		return err
-	}
-	return s.tamper(ctx, `INSERT INTO audit_events
-		(tenant, chain, seq, id, time_ms, tool, principal, outcome, phase, session_id, call_id, decision_id, hash, raw)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, ev.Tenant, ev.Chain, ev.Seq, ev.ID, ms,
-		ev.Tool, ev.Principal, ev.Outcome, ev.Phase, ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, raw)
+		ev.Outcome, ev.Phase, ev.SessionID, ev.CallID, ev.DecisionID, ev.Hash, s.rawArg(raw))
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// PostgreSQL: one pgx pool serves every repository; the approvals, which
-// share their statements with SQLite, reach it through database/sql
-// (stdlib.OpenDBFromPool). The tables go into the first schema of the
-// DSN's search_path.
+// PostgreSQL: one pgx pool serves every repository. The audit log, the
+// approvals, the tasks and the idempotency keys share their code with
+// SQLite and reach the pool through database/sql (stdlib.OpenDBFromPool);
+// only the rate limiter, which exists on PostgreSQL alone, uses pgx
+// directly. The tables go into the first schema of the DSN's search_path.
 
 // errBadDSN never quotes the DSN: pgx's message may, password included.
 var errBadDSN = errors.New("store: postgres dsn does not parse")
@@ -99,9 +100,9 @@ func openPostgresDSN(ctx context.Context, dsn string, o options) (*DB, error) {
 	}
 	return &DB{
 		driver:    Postgres,
-		audit:     &pgAudit{pool: pool, writeTimeout: o.writeTimeout},
+		audit:     newPgAudit(db, pool, o.writeTimeout),
 		approvals: &approvals{w: db, r: db, dollar: true},
-		tasks:     &pgTasks{pool: pool},
+		tasks:     newTasks(db, db, postgresTasks),
 		keys:      &idempotencyKeys{w: db, r: db, dollar: true},
 		limiter:   &pgLimiter{pool: pool, timeout: o.writeTimeout},
 		close: func() error {

@@ -23,6 +23,12 @@ type pgLimiter struct {
 
 var _ ratelimit.Limiter = (*pgLimiter)(nil)
 
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // pgNowNS is the database's clock in Unix nanoseconds.
 const pgNowNS = `(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`
 

@@ -187,7 +187,7 @@ func openSQLiteDSN(ctx context.Context, dsn string, o options) (_ *DB, err error
 		driver:    SQLite,
 		audit:     a,
 		approvals: &approvals{w: w, r: r},
-		tasks:     &sqliteTasks{w: w, r: r},
+		tasks:     newTasks(w, r, sqliteTasks),
 		keys:      &idempotencyKeys{w: w, r: r},
 		limiter:   ratelimit.NewMemory(nil),
 		close:     closeAll,

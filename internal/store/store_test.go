@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/audit/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/tlog"
 )
 
 // backend is one driver under test: how to get a fresh database, and how
@@ -34,7 +37,9 @@ var backends = []backend{
 		dsn:    func(t *testing.T) string { return filepath.Join(t.TempDir(), "audit.db") },
 		failInserts: func(t *testing.T, dsn, table string) func() {
 			t.Helper()
-			db, err := sql.Open("sqlite", dsn)
+			// A busy timeout: the log's integrator may hold the write
+			// lock for a moment.
+			db, err := sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,4 +268,166 @@ func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
 	if fi, err := os.Stat(other); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("%s after Migrate: %v, %v; want mode 0600", other, fi.Mode().Perm(), err)
 	}
+}
+
+// A reopened database continues every tenant's tree where it stood.
+func TestReopenContinuesTheTree(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		dsn := b.dsn(t)
+		if b.driver == SQLite {
+			// A path with characters a naive DSN would misread, in
+			// folders that do not exist yet.
+			dsn = filepath.Join(t.TempDir(), "var dir", "a?b#c", "audit.db")
+		}
+		keyFile := filepath.Join(t.TempDir(), "audit-signing.key")
+		key, err := tlog.LoadOrCreateSigner(keyFile, tlog.KeyName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := openFor(t, b, dsn)
+		l := newLog(t, db.Audit(), key)
+		var first []*audit.Event
+		for _, tenant := range []string{"acme", "acme", "globex"} {
+			ev := testEvent(tenant, "read-file")
+			if err := l.Append(ctx, ev); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			first = append(first, ev)
+		}
+		l.Close()
+		if err := db.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if b.driver == SQLite {
+			if _, err := os.Stat(dsn); err != nil {
+				t.Fatalf("database file: %v", err)
+			}
+		}
+
+		// The restarted gateway loads the same key file.
+		if key, err = tlog.LoadOrCreateSigner(keyFile, tlog.KeyName); err != nil {
+			t.Fatal(err)
+		}
+		l = newLog(t, openFor(t, b, dsn).Audit(), key)
+		for _, ev := range first {
+			got, err := l.Get(ctx, ev.Tenant, ev.ID)
+			if err != nil || got.Hash != ev.Hash {
+				t.Fatalf("event %s after reopen: %v (hash %v)", ev.ID, err, got)
+			}
+		}
+		for tenant, want := range map[string]int64{"acme": 2, "globex": 1} {
+			ev := testEvent(tenant, "grep")
+			if err := l.Append(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Sync(ctx, tenant); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.Get(ctx, tenant, ev.ID)
+			if err != nil || got.LogIndex == nil || *got.LogIndex != want {
+				t.Fatalf("%s after reopen: log_index %v, %v; want %d", tenant, got.LogIndex, err, want)
+			}
+			mustVerify(t, l, tenant, int(want)+1)
+		}
+	})
+}
+
+// The schema is versioned: an unmigrated database is refused by a gateway
+// that may not migrate, migrating twice applies nothing the second time,
+// and a database from a newer gateway is refused, not silently used.
+func TestSchemaIsVersioned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		dsn := b.dsn(t)
+		if _, err := Open(ctx, b.driver, dsn, WithoutMigrations()); !errors.Is(err, ErrSchema) ||
+			!strings.Contains(err.Error(), "gateway audit migrate") {
+			t.Fatalf("Open(WithoutMigrations) before migrating = %v, want a pointer to `gateway audit migrate`", err)
+		}
+		applied, err := Migrate(ctx, b.driver, dsn)
+		if err != nil || len(applied) == 0 || applied[0] != "00001_audit_events.sql" {
+			t.Fatalf("Migrate on an empty database = %v, %v", applied, err)
+		}
+		if again, err := Migrate(ctx, b.driver, dsn); err != nil || len(again) != 0 {
+			t.Fatalf("Migrate when current = %v, %v; want nothing applied", again, err)
+		}
+		db := openFor(t, b, dsn, WithoutMigrations())
+		if err := db.Audit().Ping(ctx); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		openFor(t, b, dsn).Close() // migrations already applied: a no-op
+
+		if err := db.Audit().(interface {
+			TamperSchemaVersion(context.Context, int) error
+		}).TamperSchemaVersion(ctx, 999); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		for name, open := range map[string]func() error{
+			"Open":                    func() error { _, err := Open(ctx, b.driver, dsn); return err },
+			"Open without migrations": func() error { _, err := Open(ctx, b.driver, dsn, WithoutMigrations()); return err },
+			"Open read-only":          func() error { _, err := Open(ctx, b.driver, dsn, ReadOnly()); return err },
+			"Migrate":                 func() error { _, err := Migrate(ctx, b.driver, dsn); return err },
+		} {
+			if err := open(); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "newer") {
+				t.Errorf("%s on a newer schema = %v, want a refusal", name, err)
+			}
+		}
+	})
+}
+
+// auditStoreOf is the shared part of db's audit repository.
+func auditStoreOf(db *DB) *auditStore {
+	switch a := db.Audit().(type) {
+	case *sqliteAudit:
+		return &a.auditStore
+	case *pgAudit:
+		return &a.auditStore
+	}
+	panic("an audit repository of no known driver")
+}
+
+// Migrators starting together (replicas, or `gateway audit migrate` beside
+// a gateway) take turns: every migration is applied and recorded once.
+func TestMigratorsStartingTogetherMigrateOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const migrators = 6
+		dsn := b.dsn(t)
+		errs := make([]error, migrators)
+		applied := make([][]string, migrators)
+		var wg sync.WaitGroup
+		for i := range migrators {
+			wg.Go(func() {
+				if i%2 == 0 {
+					applied[i], errs[i] = Migrate(context.Background(), b.driver, dsn)
+					return
+				}
+				db, err := Open(context.Background(), b.driver, dsn, WithMaxConns(1))
+				if err == nil {
+					db.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("migrator %d: %v", i, err)
+			}
+		}
+		var rows, versions int
+		if err := auditStoreOf(openFor(t, b, dsn)).r.QueryRow(`SELECT count(*), count(DISTINCT version_id) FROM `+versionTable+
+			` WHERE version_id > 0`).Scan(&rows, &versions); err != nil {
+			t.Fatal(err)
+		}
+		// Migrate reports what it applied: at most one of them did.
+		total := 0
+		for _, a := range applied {
+			total += len(a)
+		}
+		want := len(knownVersions(t, b.driver))
+		if rows != versions || versions != want || total > versions {
+			t.Fatalf("%d version rows for %d versions, %d applied by Migrate; want each of the %d once", rows, versions, total, want)
+		}
+	})
 }

@@ -39,7 +39,11 @@ func (s auditQueries) ProveEvent(ctx context.Context, id *identity.Identity, ev 
 
 	// The content shown is the content proved: it must hash to the
 	// event's hash, the tree's entry for it.
-	if h, err := ev.ComputeHash(); err != nil || h != ev.Hash {
+	h, err := ev.ComputeHash()
+	if errors.Is(err, apiv1.ErrUnknownLeafVersion) {
+		return failed("the event cannot be checked: %v (this console knows leaf versions %d to %d)", err, apiv1.LeafVersion1, apiv1.CurrentLeafVersion)
+	}
+	if err != nil || h != ev.Hash {
 		return failed("the event's content does not hash to its recorded hash %s", ev.Hash)
 	}
 	entry, err := audit.HashBytes(ev.Hash)
