@@ -41,8 +41,8 @@ type FiredRule struct {
 // administrator: the decision (or why it is malformed), the rules that
 // fired, and optionally OPA's explanation.
 type Evaluation struct {
-	Decision    Decision
-	Raw         any   // the decision as policy returned it (JSON), nil when undefined
+	Decision Decision
+	Raw      any // the decision as policy returned it (JSON), nil when undefined
 	// Err is why there is no decision: ErrMalformed when the decision
 	// breaks the contract, an *EvalError when the policy failed at run
 	// time (a conflict, a builtin's error).
