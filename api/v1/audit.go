@@ -56,7 +56,13 @@ type AuditEvent struct {
 	// answered as if the target did not exist: the policy asked for it
 	// ("conceal": true) and the tool knows its unknown-target answer. The
 	// event's outcome and reasons are the denial's. Absent otherwise.
-	Concealed   bool             `json:"concealed,omitzero"`
+	Concealed bool `json:"concealed,omitzero"`
+	// Error is why policy made no decision, on a decision event of
+	// outcome error: OPA's error code (eval_conflict_error,
+	// eval_builtin_error, …, or Toolgate's malformed_decision and
+	// no_policy), its message and where in the pack (file:row). The model
+	// never sees it. Absent otherwise.
+	Error       *AuditError      `json:"error,omitempty"`
 	Result      *AuditResult     `json:"result,omitempty"`
 	DurationsUS map[string]int64 `json:"durations_us"`
 	// Approval links the events of a call held for a human.
@@ -300,4 +306,11 @@ type ConsistencyProof struct {
 	From   uint64   `json:"from"`
 	To     uint64   `json:"to"`
 	Hashes [][]byte `json:"hashes"`
+}
+
+// AuditError is a policy error recorded on a decision event.
+type AuditError struct {
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Location string `json:"location,omitempty"` // file:row in the pack
 }

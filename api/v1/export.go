@@ -32,6 +32,23 @@ type OPAEvent struct {
 	// TraceID is OPA's own field for the W3C trace id, present when the
 	// event has one.
 	TraceID string `json:"trace_id,omitempty"`
+	// Error is OPA's own field for a decision that failed: the policy's
+	// error as OPA logs a topdown error ({code, message, location: {file,
+	// row}}), present on events of outcome error.
+	Error *OPAError `json:"error,omitempty"`
+}
+
+// OPAError is a failed decision's error as OPA's decision log writes it.
+type OPAError struct {
+	Code     string       `json:"code"`
+	Message  string       `json:"message"`
+	Location *OPALocation `json:"location,omitempty"`
+}
+
+// OPALocation is where in the policy an error happened.
+type OPALocation struct {
+	File string `json:"file"`
+	Row  int    `json:"row"`
 }
 
 // OPABundle is the policy revision that decided.

@@ -44,6 +44,9 @@ const (
 	OutcomeAnswered Outcome = "answered"
 )
 
-// OutcomeError is the outcome POST /v1/policy/eval reports when policy
-// evaluation failed (it never decides a real call).
+// OutcomeError is the outcome of a decision policy could not make: the
+// evaluation failed (a conflict, a builtin's error), the decision broke
+// the contract, or no policy was loaded. The call fails closed (503); the
+// decision event records it with its error, and POST /v1/policy/eval
+// reports it.
 const OutcomeError Outcome = "error"

@@ -1,13 +1,14 @@
 package audit
 
 import (
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 	"github.com/toolgate/toolgate/internal/canonical"
 )
 
 // canonicalEvent writes ev as RFC 8785 canonical JSON in one pass: its
 // members in sorted order, with the same omissions as json.Marshal of the
 // struct (client, concealed, obligations, decision, result, approval,
-// question, shadow, trace_id and leaf_version when empty; nil slices and maps as [] and
+// question, shadow, error, trace_id and leaf_version when empty; nil slices and maps as [] and
 // {}). chain_test.go checks it against marshal + Canonicalize.
 func canonicalEvent(ev *Event) ([]byte, error) {
 	b, _, err := canonicalEventAt(ev)
@@ -22,6 +23,15 @@ func approvalValue(a *ApprovalInfo) map[string]any {
 		if v != "" {
 			m[k] = v
 		}
+	}
+	return m
+}
+
+// errorValue is an AuditError as json.Marshal shows it.
+func errorValue(e *apiv1.AuditError) map[string]any {
+	m := map[string]any{"code": e.Code, "message": e.Message}
+	if e.Location != "" {
+		m["location"] = e.Location
 	}
 	return m
 }
@@ -95,6 +105,9 @@ func canonicalEventInto(buf []byte, ev *Event) ([]byte, eventOffsets, error) {
 		val(`"durations_us":`, map[string]any{})
 	} else {
 		val(`"durations_us":`, ev.DurationsUS)
+	}
+	if e := ev.Error; e != nil {
+		val(`"error":`, errorValue(e))
 	}
 	at.hashName = len(b) + 1 // after the comma
 	at.hashVal = at.hashName + len(`"hash":`)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	apiv1 "github.com/toolgate/toolgate/api/v1"
 )
 
 // The one-pass event writer must produce exactly what marshal +
@@ -36,6 +38,12 @@ func TestCanonicalEventMatchesMarshal(t *testing.T) {
 				"obligations": map[string]any{"timeout_ms": int64(30000), "f": 0.5}, "message": "m"}
 		},
 		"availability refused": func(e *Event) { e.Outcome, e.Decision = "unavailable", false },
+		"policy failed": func(e *Event) {
+			e.Outcome, e.Error = "error", &apiv1.AuditError{Code: "eval_conflict_error", Message: "rule \"x\"\n  conflicting", Location: "authz.rego:5"}
+		},
+		"policy failed, no location": func(e *Event) {
+			e.Outcome, e.Error = "error", &apiv1.AuditError{Code: "no_policy", Message: "decision: no policy loaded"}
+		},
 		"concealed denial": func(e *Event) {
 			e.Outcome, e.Concealed, e.Decision = "denied", true, map[string]any{"allow": false, "conceal": true}
 		},

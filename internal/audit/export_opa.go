@@ -67,6 +67,13 @@ const (
 //   - custom: the event's id, call_id, phase, outcome, reasons,
 //     durations_us, seq, hash and log_index.
 //   - trace_id: OPA's own field, the event's W3C trace id when it has one.
+//   - error: OPA's own field, on a decision policy failed to make (outcome
+//     error): the error's code, message and location ({file, row}), as OPA
+//     logs a topdown error; the path is availability's when the call
+//     failed before it was prepared (no request digest).
+//
+// Only decisions policy evaluated belong in OPA's log: ExportsToOPA says
+// which events are.
 func ToOPAEvent(ev *Event) OPAEvent {
 	out := OPAEvent{
 		DecisionID: ev.DecisionID,
@@ -82,8 +89,23 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		TraceID: ev.TraceID,
 	}
 	eval := "decide"
-	if apiv1.Outcome(ev.Outcome) == apiv1.OutcomeUnavailable {
+	switch apiv1.Outcome(ev.Outcome) {
+	case apiv1.OutcomeUnavailable:
 		out.Path, eval = OPAPathAvailability, "availability"
+	case apiv1.OutcomeError:
+		// A call that failed before it was prepared failed at
+		// availability (or found no policy): no request digest.
+		if ev.RequestDigest == "" {
+			out.Path, eval = OPAPathAvailability, "availability"
+		}
+	}
+	if e := ev.Error; e != nil {
+		out.Error = &apiv1.OPAError{Code: e.Code, Message: e.Message}
+		if i := strings.LastIndexByte(e.Location, ':'); i > 0 {
+			if row, err := strconv.Atoi(e.Location[i+1:]); err == nil {
+				out.Error.Location = &apiv1.OPALocation{File: e.Location[:i], Row: row}
+			}
+		}
 	}
 	if out.Custom.Reasons == nil {
 		out.Custom.Reasons = []string{}
@@ -108,6 +130,14 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		}
 	}
 	return out
+}
+
+// ExportsToOPA reports whether ev belongs in the OPA export: a decision
+// event policy evaluated (or failed to). An invalid_arguments event is no
+// authorization decision — the arguments never reached policy — and stays
+// in the ndjson export only.
+func ExportsToOPA(ev *Event) bool {
+	return ev.Phase == PhaseDecision && apiv1.Outcome(ev.Outcome) != apiv1.OutcomeInvalidArguments
 }
 
 // MaskedPointers lists the RFC 6901 pointers, each prefixed with prefix, of

@@ -28,6 +28,7 @@ const defaultAuditLimit = 50
 var auditOutcomes = []string{
 	string(apiv1.OutcomeAllow), string(apiv1.OutcomeDenied), string(apiv1.OutcomeApprovalRequired),
 	string(apiv1.OutcomeInvalidArguments), string(apiv1.OutcomeUnavailable), string(apiv1.OutcomeRateLimited),
+	string(apiv1.OutcomeError),
 	string(apiv1.OutcomeOK), string(apiv1.OutcomeToolError), string(apiv1.OutcomeAwaitingUser),
 	string(apiv1.OutcomeCanceled), string(apiv1.OutcomeApproved), string(apiv1.OutcomeExpired),
 	string(apiv1.OutcomeAnswered), string(apiv1.OutcomePending),

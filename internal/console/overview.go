@@ -38,6 +38,7 @@ var decisionOutcomes = []struct {
 	{apiv1.OutcomeRateLimited, "#bc4c00"},
 	{apiv1.OutcomeUnavailable, "#6e7781"},
 	{apiv1.OutcomeInvalidArguments, "#8250df"},
+	{apiv1.OutcomeError, "#000000"},
 }
 
 type overviewData struct {

@@ -258,11 +258,11 @@ func (p *Pipeline) Approve(ctx context.Context, s ApprovalStep) (*approval.Appro
 	t0 := time.Now()
 	dec, err := rev.Decide(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	mask, err := rev.Mask(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	outcome := apiv1.OutcomeAllow
 	if !dec.Allow {

@@ -128,7 +128,7 @@ func (p *Pipeline) Batch(ctx context.Context, req BatchRequest, run bool) BatchR
 		g, err := p.admit(bctx, rev, req.Identity, req.SessionID, c.req.Tool)
 		p.stage("availability", c, t0)
 		if err != nil {
-			b.fail(i, err)
+			b.fail(i, p.policyFailed(bctx, c, audit.PhaseDecision, err, p.availabilityInput(c)))
 			break
 		}
 		gates[c.req.Tool] = g
@@ -315,7 +315,7 @@ func (p *Pipeline) recheck(ctx context.Context, c *call) (Response, bool, error)
 	g, err := p.admit(ctx, rev, c.req.Identity, c.req.SessionID, c.req.Tool)
 	p.stage("availability", c, t0)
 	if err != nil {
-		return Response{}, false, err
+		return Response{}, false, p.policyFailed(ctx, c, audit.PhaseResult, err, c.input)
 	}
 	if g.offered {
 		return Response{}, false, nil

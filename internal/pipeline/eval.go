@@ -69,7 +69,7 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 			return nil, fmt.Errorf("%w: %v", ErrEvalRequest, err)
 		}
 		if res.Available, err = rev.Available(ctx, in); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+			return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 		}
 	} else {
 		id := *req.As
@@ -112,7 +112,7 @@ func (p *Pipeline) Evaluate(ctx context.Context, req EvalRequest) (*EvalResult, 
 	}
 	ev, err := rev.Evaluate(ctx, in, req.Explain)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	res.Evaluation = ev
 	switch d := ev.Decision; {

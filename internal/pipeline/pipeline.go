@@ -328,7 +328,7 @@ func (c *call) toolLabel() string {
 func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	rev, err := p.revision()
 	if err != nil {
-		return Response{}, err
+		return Response{}, p.policyFailed(ctx, c, audit.PhaseDecision, err, p.availabilityInput(c))
 	}
 	c.rev = rev
 
@@ -337,7 +337,7 @@ func (p *Pipeline) handleCall(ctx context.Context, c *call) (Response, error) {
 	g, err := p.admit(ctx, rev, c.req.Identity, c.req.SessionID, c.req.Tool)
 	p.stage("availability", c, t0)
 	if err != nil {
-		return Response{}, err
+		return Response{}, p.policyFailed(ctx, c, audit.PhaseDecision, err, p.availabilityInput(c))
 	}
 	resp, a, err := p.authorize(ctx, c, g)
 	if err != nil || a == nil {
@@ -486,13 +486,19 @@ func (p *Pipeline) decide(ctx context.Context, c *call) (Response, *authorized, 
 	if err != nil {
 		p.stage("decide", c, t0)
 		p.o.Logger.Error("authorization failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
-		return Response{}, nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		// The failed decision is audited on the document masked as the
+		// policy masks it, or, when the mask fails too, on none.
+		var input map[string]any
+		if mask, merr := c.rev.Mask(ctx, nil, key, in); merr == nil {
+			input = audit.Mask(prep.Document(), mask)
+		}
+		return Response{}, nil, p.policyFailed(ctx, c, audit.PhaseDecision, err, input)
 	}
 	mask, err := c.rev.Mask(ctx, nil, key, in)
 	p.stage("decide", c, t0)
 	if err != nil {
 		p.o.Logger.Error("audit mask failed closed", "tenant", id.Tenant, "tool", c.spec.Name, "call_id", c.callID, "err", err)
-		return Response{}, nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return Response{}, nil, p.policyFailed(ctx, c, audit.PhaseDecision, err, nil)
 	}
 
 	outcome := apiv1.OutcomeAllow
@@ -701,10 +707,12 @@ func (p *Pipeline) event(c *call, phase string, outcome apiv1.Outcome, reasons [
 		Phase:          phase,
 		Outcome:        string(outcome),
 		Reasons:        append([]string{}, reasons...),
-		PolicyRevision: c.rev.ID(),
 		DurationsUS:    map[string]int64{},
 		Via:            c.req.Via,
 		MCPRequestID:   c.req.MCPRequestID,
+	}
+	if c.rev != nil {
+		ev.PolicyRevision = c.rev.ID()
 	}
 	if !tools.ValidName(ev.Tool) {
 		ev.Tool = "" // never store an attacker-sized or malformed name
@@ -747,7 +755,7 @@ func (p *Pipeline) append(ctx context.Context, c *call, ev *audit.Event, rec any
 func (p *Pipeline) revision() (Revision, error) {
 	rev, err := p.o.Engine.Current()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	return rev, nil
 }
@@ -770,7 +778,7 @@ func (p *Pipeline) available(ctx context.Context, rev Revision, id *identity.Ide
 	ok, err := rev.Available(ctx, nil, decision.WithCacheKey(key), decision.WithInputFunc(input))
 	if err != nil {
 		p.o.Logger.Error("availability failed closed", "tenant", id.Tenant, "tool", s.Name, "err", err)
-		return false, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return false, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	return ok, nil
 }
@@ -801,4 +809,58 @@ func causeOf(err error) string {
 		return "limits"
 	}
 	return "internal"
+}
+
+// policyFailed audits a decision policy could not make — no policy
+// loaded, availability or authorization failing at run time (a conflict,
+// a builtin's error), a malformed decision, a failing mask — as a decision
+// event of outcome error carrying the error's code, message and location
+// (never shown to the model), on input. The call then fails closed with
+// ErrPolicy, or with the audit error when even the event cannot be
+// written. A caller that went away is not audited (nothing was decided
+// for anyone). phase is the decision's, or the result's for a decided
+// call whose availability could not be checked again before it ran.
+func (p *Pipeline) policyFailed(ctx context.Context, c *call, phase string, cause error, input map[string]any) error {
+	failed := fmt.Errorf("%w: %v", ErrPolicy, cause)
+	if ctx.Err() != nil {
+		return failed
+	}
+	e := auditErrorOf(cause)
+	ev := p.event(c, phase, apiv1.OutcomeError, []string{"policy failed: " + e.Code})
+	ev.Error = e
+	ev.Input = input
+	if err := p.append(ctx, c, ev, nil); err != nil {
+		return err
+	}
+	return failed
+}
+
+// auditErrorOf is a policy failure as the audit event records it: OPA's
+// runtime error as it is, or Toolgate's own code.
+func auditErrorOf(err error) *apiv1.AuditError {
+	if ee := decision.EvalErrorOf(err); ee != nil {
+		return &apiv1.AuditError{Code: ee.Code, Message: ee.Message, Location: ee.Location}
+	}
+	msg := err.Error()
+	for _, known := range []struct {
+		target error
+		code   string
+	}{
+		{decision.ErrNoPolicy, "no_policy"},
+		{decision.ErrMalformed, "malformed_decision"},
+	} {
+		if errors.Is(err, known.target) {
+			return &apiv1.AuditError{Code: known.code, Message: msg}
+		}
+	}
+	return &apiv1.AuditError{Code: "evaluation_error", Message: msg}
+}
+
+// availabilityInput is the availability document of c's caller and tool,
+// for an event written before (or when) availability could not run.
+func (p *Pipeline) availabilityInput(c *call) map[string]any {
+	if t, ok := p.o.Registry.Lookup(c.req.Tool); ok {
+		return prepare.AvailabilityInput(c.req.Identity, c.req.SessionID, t.Spec())
+	}
+	return map[string]any{"tool": map[string]any{"name": c.req.Tool}}
 }

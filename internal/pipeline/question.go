@@ -147,11 +147,11 @@ func (p *Pipeline) mayAnswer(ctx context.Context, q *approval.Question, s Answer
 	t0 := time.Now()
 	dec, err := rev.Decide(ctx, in)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPolicy, err)
+		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	mask, err := rev.Mask(ctx, in)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPolicy, err)
+		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	outcome := apiv1.OutcomeAllow
 	if !dec.Allow {

@@ -66,7 +66,7 @@ func (p *Pipeline) answerable(ctx context.Context, q *approval.Question, id *ide
 	}
 	dec, err := rev.Decide(ctx, in)
 	if err != nil {
-		return false, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return false, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	return dec.Allow, nil
 }

@@ -131,12 +131,17 @@ func (s auditQueries) Export(ctx context.Context, id *identity.Identity, req ser
 	var emitErr error
 	err := audit.Export(ctx, s.o.Log, id.Tenant, f, func(events []*audit.Event) error {
 		emitted = true
-		out := make([]any, len(events))
-		for i, ev := range events {
-			out[i] = ev
-			if req.Format == apiv1.ExportOPA {
-				out[i] = audit.ToOPAEvent(ev)
+		out := make([]any, 0, len(events))
+		for _, ev := range events {
+			switch {
+			case req.Format != apiv1.ExportOPA:
+				out = append(out, ev)
+			case audit.ExportsToOPA(ev):
+				out = append(out, audit.ToOPAEvent(ev))
 			}
+		}
+		if len(out) == 0 {
+			return nil
 		}
 		emitErr = emit(out)
 		return emitErr
