@@ -697,19 +697,19 @@ func problems(ie *prepare.InvalidArgumentsError) []any {
 func (p *Pipeline) event(c *call, phase string, outcome apiv1.Outcome, reasons []string) *audit.Event {
 	id := c.req.Identity
 	ev := &audit.Event{
-		Tenant:         id.Tenant,
-		Principal:      id.Principal,
-		Client:         id.Client,
-		CallID:         c.callID,
-		DecisionID:     c.decisionID,
-		SessionID:      c.req.SessionID,
-		Tool:           c.req.Tool,
-		Phase:          phase,
-		Outcome:        string(outcome),
-		Reasons:        append([]string{}, reasons...),
-		DurationsUS:    map[string]int64{},
-		Via:            c.req.Via,
-		MCPRequestID:   c.req.MCPRequestID,
+		Tenant:       id.Tenant,
+		Principal:    id.Principal,
+		Client:       id.Client,
+		CallID:       c.callID,
+		DecisionID:   c.decisionID,
+		SessionID:    c.req.SessionID,
+		Tool:         c.req.Tool,
+		Phase:        phase,
+		Outcome:      string(outcome),
+		Reasons:      append([]string{}, reasons...),
+		DurationsUS:  map[string]int64{},
+		Via:          c.req.Via,
+		MCPRequestID: c.req.MCPRequestID,
 	}
 	if c.rev != nil {
 		ev.PolicyRevision = c.rev.ID()
