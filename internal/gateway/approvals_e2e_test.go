@@ -39,6 +39,7 @@ func (h *harness) release() string {
 }
 
 func TestApprovalHappyPathRunsTheHeldCallOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -105,6 +106,7 @@ func TestApprovalHappyPathRunsTheHeldCallOnce(t *testing.T) {
 }
 
 func TestApprovingTwiceRunsOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -133,6 +135,7 @@ func TestApprovingTwiceRunsOnce(t *testing.T) {
 }
 
 func TestExpiredApprovalIsRefusedAndAuditedOnce(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	h := start(t, func(s *setup) {
 		s.extraYAML = "approvals:\n  ttl: 10m\n"
@@ -172,6 +175,7 @@ func TestExpiredApprovalIsRefusedAndAuditedOnce(t *testing.T) {
 }
 
 func TestAnotherTenantsApprovalDoesNotExist(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	r := h.held(alice, "2")
@@ -203,6 +207,7 @@ func TestAnotherTenantsApprovalDoesNotExist(t *testing.T) {
 }
 
 func TestSelfApprovalIsForbiddenByThePolicy(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer", "approver")
 	id := approvalID(t, h.held(alice, "2"))
@@ -229,6 +234,7 @@ func TestSelfApprovalIsForbiddenByThePolicy(t *testing.T) {
 }
 
 func TestDeniedApprovalNeverRuns(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -255,6 +261,7 @@ func TestDeniedApprovalNeverRuns(t *testing.T) {
 // re-prepared and must have the held digest. A symlink moved in between
 // changes the resolved target, so nothing runs.
 func TestApprovalRunsOnlyTheUnchangedArtifact(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")

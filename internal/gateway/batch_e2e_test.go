@@ -23,6 +23,7 @@ func (r response) results(t *testing.T) []map[string]any {
 }
 
 func TestBatchRunsEachCallLikeASingleCallInRequestOrder(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	r := h.do("POST", "/v1/batches", dev, []byte(`{"session_id":"s-1","calls":[
@@ -73,6 +74,7 @@ func TestBatchRunsEachCallLikeASingleCallInRequestOrder(t *testing.T) {
 }
 
 func TestBatchDecisionsDecideWithoutEffects(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	before := h.snapshot()
 	r := h.do("POST", "/v1/batches/decisions", h.token("acme", "alice", "developer"), []byte(`{"calls":[
@@ -93,6 +95,7 @@ func TestBatchDecisionsDecideWithoutEffects(t *testing.T) {
 }
 
 func TestBatchEnvelopeErrorsArePrecise400s(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) { s.limitYAML = "  max_batch_calls: 3\n" })
 	dev := h.token("acme", "alice", "developer")
 	call := `{"tool":"read-file","arguments":{"path":"docs/guide.md"}}`
@@ -137,6 +140,7 @@ decision := {"allow": false} if input.args.path == "docs/boom.md"
 `
 
 func TestBatchPolicyFailureAnswersWithTheInitiatingStatus(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.policy = func(dir string) { must(t, os.WriteFile(filepath.Join(dir, "boom.rego"), []byte(boomPolicy), 0o644)) }
 		s.files = map[string]string{"acme/docs/boom.md": "boom\n"}
@@ -174,6 +178,7 @@ func TestBatchPolicyFailureAnswersWithTheInitiatingStatus(t *testing.T) {
 // gets its approval id and polls it, the approver's approval runs it once,
 // and its siblings run without waiting for the human.
 func TestBatchHoldsACallForApprovalLikeASingleCall(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -223,6 +228,7 @@ func TestBatchHoldsACallForApprovalLikeASingleCall(t *testing.T) {
 // Every batch call's decision is also decided by the shadow policy, as a
 // single call's is, without changing its outcome.
 func TestBatchCallsAreShadowDecidedLikeSingleCalls(t *testing.T) {
+	t.Parallel()
 	shadowDir := filepath.Join(t.TempDir(), "shadow")
 	writeShadowPolicy(t, shadowDir)
 	h := start(t, func(s *setup) { s.policyYAML = "  shadow: " + shadowDir + "\n" })

@@ -14,6 +14,7 @@ import (
 // audited), the sibling still running is canceled and says its effects
 // are not undone.
 func TestBatchUpstreamPermanentFailureAnswers424AndCancelsSiblings(t *testing.T) {
+	t.Parallel()
 	// The service skips assertion checks: upstream_e2e_test covers them.
 	slowArrived := make(chan struct{})
 	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -46,6 +46,7 @@ func (s *rotatingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tools without pause: no request fails, rejected bundles never serve, and
 // every decision names a revision that was really served.
 func TestBundleServerRotatesRevisionsUnderLoadWithNoFailedRequest(t *testing.T) {
+	t.Parallel()
 	signer, err := bundletest.NewSigner("ci")
 	must(t, err)
 	files, err := bundletest.ReadDir("../../policies")

@@ -30,6 +30,7 @@ func (h *harness) cacheCount(entrypoint, result string) int {
 // still audited with its own call id and digest, and a policy change is
 // never answered from the previous revision's cache.
 func TestDecisionCacheEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	admin := h.token("acme", "pat", "policy-admin")
@@ -109,6 +110,7 @@ func toJSON(t *testing.T, v any) string {
 // the first one's, and the cached offer is not given to a caller with
 // other roles.
 func TestAvailabilityAndMaskCacheEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	const body = `{"arguments":{"path":"notes/cached.txt","content":"top secret"},"session_id":"s-cache"}`

@@ -35,6 +35,7 @@ func (h *harness) bashCall(token, cmd, cwd string) response {
 }
 
 func TestCommandFileAttacksAgainstTheDefaultPack(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAllTools, func(s *setup) {
 		s.files = map[string]string{"acme/README.md": "b\na\n"}
 	})
@@ -108,6 +109,7 @@ func TestCommandFileAttacksAgainstTheDefaultPack(t *testing.T) {
 // hard link to secrets/db.env. The approved call does not write through
 // it: tool_error, the secret is unchanged.
 func TestApprovedWriteSwappedForAHardLinkIsRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -149,6 +151,7 @@ func TestApprovedWriteSwappedForAHardLinkIsRefused(t *testing.T) {
 // config, keys, audit database) is a git repository enclosing the
 // workspaces; git log in a workspace must not show it.
 func TestGitDoesNotReadTheGatewaysRepository(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}

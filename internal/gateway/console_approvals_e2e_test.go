@@ -62,6 +62,7 @@ func containsAll(t *testing.T, what, text string, want ...string) {
 // digest, who asked, the expiry — approves it with a comment through the
 // console's form, and the call runs once, exactly as through the API.
 func TestConsoleApproveRunsTheHeldCallOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -136,6 +137,7 @@ func TestConsoleApproveRunsTheHeldCallOnce(t *testing.T) {
 }
 
 func TestConsoleDenyNeverRunsTheHeldCall(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -178,6 +180,7 @@ func TestConsoleDenyNeverRunsTheHeldCall(t *testing.T) {
 // A stale form — the page was open while the call was decided — is
 // refused with 409 and the call runs only once.
 func TestConsoleApprovingTwiceRunsOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	id := approvalID(t, h.held(alice, "2"))
@@ -210,6 +213,7 @@ func TestConsoleApprovingTwiceRunsOnce(t *testing.T) {
 // approves their own. The refusal is a 403 with the policy's message, and
 // the call waits for someone else.
 func TestConsoleSelfApprovalIsForbiddenByThePolicy(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer", "approver")
 	id := approvalID(t, h.held(alice, "2"))
@@ -234,6 +238,7 @@ func TestConsoleSelfApprovalIsForbiddenByThePolicy(t *testing.T) {
 // Without the approver role the page and its steps answer 403 and change
 // nothing.
 func TestConsoleApprovalsNeedTheApproverRole(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	id := approvalID(t, h.held(alice, "2"))
@@ -263,6 +268,7 @@ func TestConsoleApprovalsNeedTheApproverRole(t *testing.T) {
 // Another tenant's approver does not see the call, and its id does not
 // exist for them.
 func TestConsoleAnotherTenantsApprovalDoesNotExist(t *testing.T) {
+	t.Parallel()
 	h := start(t, withWriteAndAsk)
 	alice := h.token("acme", "alice", "developer")
 	r := h.held(alice, "2")
@@ -306,6 +312,7 @@ func withWriteAndAsk(s *setup) {
 // the shipped policy's answerer role — and answered through the form; the
 // answer is the waiting call's result.
 func TestConsoleAnswersAQuestion(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)
@@ -385,6 +392,7 @@ func TestConsoleAnswersAQuestion(t *testing.T) {
 // A step without the session's CSRF token, or marked cross-site by the
 // browser, is refused and the call still waits.
 func TestConsoleApprovalStepsNeedTheFormsToken(t *testing.T) {
+	t.Parallel()
 	h := start(t, withWriteAndAsk)
 	alice := h.token("acme", "alice", "developer")
 	id := approvalID(t, h.held(alice, "2"))
@@ -430,6 +438,7 @@ func TestConsoleApprovalStepsNeedTheFormsToken(t *testing.T) {
 // console role — finds it on the questions page and answers it there;
 // someone else of the tenant neither sees it nor can answer it.
 func TestConsoleAskerAnswersOnTheQuestionsPage(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)

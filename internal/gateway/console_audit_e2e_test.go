@@ -112,6 +112,7 @@ func (b *browser) searchAll(t *testing.T, path string) []string {
 }
 
 func TestConsoleAuditSearchFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	h, calls := auditScene(t)
 	all := h.allEvents("acme", "") // newest first, from the API
 	if len(all) != 6 {             // two per call that ran, one per refused call
@@ -240,6 +241,7 @@ func TestConsoleAuditSearchFiltersAndPages(t *testing.T) {
 }
 
 func TestConsoleAuditEventShowsDocumentDecisionAndProof(t *testing.T) {
+	t.Parallel()
 	h, calls := auditScene(t)
 	all := h.allEvents("acme", "")
 	byCall := func(call, phase string) map[string]any {
@@ -353,6 +355,7 @@ func TestConsoleAuditEventShowsDocumentDecisionAndProof(t *testing.T) {
 }
 
 func TestConsoleAuditVerifyAndExport(t *testing.T) {
+	t.Parallel()
 	h, _ := auditScene(t)
 	all := h.allEvents("acme", "")
 	b := h.browser()
@@ -479,6 +482,7 @@ func (b *browser) waitProof(t *testing.T, id string) page {
 // Someone with the database but not the signing key changes an event:
 // the event's page raises the alarm instead of showing it as proved.
 func TestConsoleAuditEventProofCatchesTampering(t *testing.T) {
+	t.Parallel()
 	h, calls := auditScene(t)
 	all := h.allEvents("acme", "")
 	decisionOf := func(call string) string {
@@ -553,6 +557,7 @@ func TestConsoleAuditEventProofCatchesTampering(t *testing.T) {
 // An event integrated after the latest checkpoint is shown as pending,
 // with why, not as proved or failed.
 func TestConsoleAuditEventProofPendingUntilACheckpointCoversIt(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		// The first checkpoint is signed with the first integration, the
 		// next one not within the test.
@@ -598,6 +603,7 @@ func TestConsoleAuditEventProofPendingUntilACheckpointCoversIt(t *testing.T) {
 // escaped: markup in a grep pattern is shown as text on the event page,
 // never as HTML.
 func TestConsoleShowsHostileArgumentsAsText(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	r := h.call(h.token("acme", "alice", "developer"), "grep", `{"arguments":{"pattern":"<img src=x onerror=alert(1)><script>alert(2)</script>","path":"docs"}}`)
 	if r.status != 200 {

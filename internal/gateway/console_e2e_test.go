@@ -37,6 +37,7 @@ func assertConsoleHeaders(t *testing.T, p page) {
 }
 
 func TestConsoleSignInWithATokenAndSessionCookie(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 
@@ -127,6 +128,7 @@ func TestConsoleSignInWithATokenAndSessionCookie(t *testing.T) {
 // The sign-in form itself refuses a post without its own CSRF token (a
 // site cannot sign a victim in as the attacker).
 func TestConsoleSignInFormNeedsItsCSRFToken(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	b.get("/console/login")
@@ -146,6 +148,7 @@ func TestConsoleSignInFormNeedsItsCSRFToken(t *testing.T) {
 // CSRF token, with a browser's cross-site marker, or from another origin,
 // the request is refused and the session survives.
 func TestConsoleRefusesForgedAndCrossSiteForms(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	b.signIn(h.token("acme", "bob", "approver", "auditor"))
@@ -185,6 +188,7 @@ func TestConsoleRefusesForgedAndCrossSiteForms(t *testing.T) {
 
 // Pages a role may not use are not linked and answer 403.
 func TestConsoleRolesGatePages(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	home := b.signIn(h.token("acme", "dana", "developer"))
@@ -217,6 +221,7 @@ func TestConsoleRolesGatePages(t *testing.T) {
 // A session never outlives its credential: an expired JWT ends it on the
 // next request, and so does a credential that no longer verifies.
 func TestConsoleSessionEndsWithTheCredential(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	h := start(t, func(s *setup) { s.clock = clock })
 	j := h.g.cfg.Auth.JWT
@@ -240,6 +245,7 @@ func TestConsoleSessionEndsWithTheCredential(t *testing.T) {
 }
 
 func TestConsoleUnknownPagesAndStaticAssets(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	b.signIn(h.token("acme", "erin", "auditor"))
@@ -260,6 +266,7 @@ func TestConsoleUnknownPagesAndStaticAssets(t *testing.T) {
 // The console's routes are those of docs/console.md "Console": stable, so
 // bookmarks and links from alerts keep working.
 func TestConsoleRoutesAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	var served []string
 	err := chi.Walk(h.g.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -286,6 +293,7 @@ func TestConsoleRoutesAreTheDocumentedOnes(t *testing.T) {
 // Oversized and malformed forms are refused with 400 and change nothing:
 // the sign-in form (64 KiB) and a signed-in form (limits.max_body_bytes).
 func TestConsoleRefusesOversizedForms(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	login := b.get("/console/login")
@@ -314,6 +322,7 @@ func TestConsoleRefusesOversizedForms(t *testing.T) {
 // credential on its own and none writes the shared record (the race
 // detector runs this in CI).
 func TestConsoleConcurrentRequestsOfOneSession(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	b := h.browser()
 	b.signIn(h.token("acme", "root", "auditor", "approver", "policy-admin"))

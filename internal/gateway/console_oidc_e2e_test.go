@@ -360,6 +360,7 @@ func assertRefused(t *testing.T, h *harness, b *browser, p page, want string) {
 // it and opens a session with the access token, whose tenant and roles
 // are those the API would see.
 func TestConsoleOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	p := newOP(t, "toolgate-console", "")
 	p.set(opUser{sub: "alice", roles: []string{"auditor"}})
 	h := startWithOP(t, p, "")
@@ -482,6 +483,7 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 // Every doubt in the callback refuses the sign-in: a 400 page with a
 // fixed message and no session.
 func TestConsoleOIDCRefusesBadCallbacks(t *testing.T) {
+	t.Parallel()
 	p := newOP(t, "toolgate-console", "")
 	p.set(opUser{sub: "alice", roles: []string{"auditor"}})
 	h := startWithOP(t, p, "")
@@ -607,6 +609,7 @@ func TestConsoleOIDCRefusesBadCallbacks(t *testing.T) {
 // A confidential client authenticates at the token endpoint with the
 // secret of console.client_secret_file; a wrong secret signs nobody in.
 func TestConsoleOIDCConfidentialClient(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good, wrong := filepath.Join(dir, "good"), filepath.Join(dir, "wrong")
 	must(t, os.WriteFile(good, []byte("s3cret-of-the-console\n"), 0o600))
@@ -636,6 +639,7 @@ func TestConsoleOIDCConfidentialClient(t *testing.T) {
 // REST API and token sign-in work, and sign-in with the provider answers
 // that it cannot be reached.
 func TestConsoleOIDCProviderDownAtStart(t *testing.T) {
+	t.Parallel()
 	p := newOP(t, "toolgate-console", "")
 	p.setDown(true)
 	h := startWithOP(t, p, "")

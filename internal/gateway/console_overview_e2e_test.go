@@ -11,6 +11,7 @@ import (
 // its audit log: per outcome, per tool and outcome, in an SVG chart, with
 // latency percentiles; approvers see how many held calls wait.
 func TestConsoleOverviewCountsTheTenantsDecisions(t *testing.T) {
+	t.Parallel()
 	h := start(t, withRateLimits(t, perPrincipalWrites))
 	alice, bob := h.token("acme", "alice", "developer"), h.token("acme", "bob", "developer")
 	for _, c := range []struct {
@@ -124,6 +125,7 @@ func TestConsoleOverviewCountsTheTenantsDecisions(t *testing.T) {
 // Without the auditor role the overview shows no audit data: a welcome
 // with the pages the roles allow, and the pending count for approvers.
 func TestConsoleOverviewShowsNoDataWithoutTheAuditorRole(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	if r := h.call(h.token("acme", "alice", "developer"), "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.status != 200 {
 		t.Fatalf("call: %d %s", r.status, r.raw)

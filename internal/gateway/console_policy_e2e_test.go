@@ -37,6 +37,7 @@ func evalCall(tool, principal, roles, args, explain string) url.Values {
 }
 
 func TestConsolePolicyPageShowsTheServingRevisionAndModules(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	admin := h.token("acme", "pat", "policy-admin")
 	info := h.do("GET", "/v1/policy", admin, nil)
@@ -111,6 +112,7 @@ func TestConsolePolicyPageShowsTheServingRevisionAndModules(t *testing.T) {
 // serving revision, shows the decision, its reasons and the explanation,
 // and changes nothing: no tool runs and no audit event is written.
 func TestConsolePolicyPlaygroundEvaluatesWithoutEffect(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	before := h.snapshot()
 	n := h.verify("acme")
@@ -218,6 +220,7 @@ var denyAll = url.Values{
 // audit event; a candidate that does not compile is refused with its
 // file:line problems and the form keeps it.
 func TestConsolePolicyReplayListsTheChangedDecisions(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	var allowed []string
@@ -320,6 +323,7 @@ func TestConsolePolicyReplayListsTheChangedDecisions(t *testing.T) {
 // With a shadow policy configured, the page counts its divergences from
 // the audit log and replays it as a candidate.
 func TestConsolePolicyShadowDivergenceAndReplay(t *testing.T) {
+	t.Parallel()
 	shadowDir := filepath.Join(t.TempDir(), "shadow")
 	writeShadowPolicy(t, shadowDir) // denies read-file, allows everything else
 	h := start(t, func(s *setup) { s.policyYAML = "  shadow: " + shadowDir + "\n" })
@@ -371,6 +375,7 @@ func TestConsolePolicyShadowDivergenceAndReplay(t *testing.T) {
 
 // Only policy-admin uses the policy page; others get 403 on every route.
 func TestConsolePolicyNeedsThePolicyAdminRole(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	for _, roles := range [][]string{{"developer"}, {"auditor", "approver"}} {
 		b := h.browser()

@@ -18,6 +18,7 @@ import (
 )
 
 func TestWalkThroughFromTheReadme(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 
@@ -92,6 +93,7 @@ func TestWalkThroughFromTheReadme(t *testing.T) {
 }
 
 func TestBadInputIsRefusedPreciselyAndNothingRuns(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	expired, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
@@ -192,6 +194,7 @@ func TestBadInputIsRefusedPreciselyAndNothingRuns(t *testing.T) {
 }
 
 func TestUnknownAndHiddenToolsAreIndistinguishable(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	viewer := h.token("acme", "vera", "viewer")
 	hidden := h.call(viewer, "write-file", `{"arguments":{"path":"docs/x","content":"x"}}`)
@@ -230,6 +233,7 @@ func TestUnknownAndHiddenToolsAreIndistinguishable(t *testing.T) {
 }
 
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	a := h.token("acme", "alice", "developer")
 	b := h.token("globex", "bob", "developer")
@@ -293,6 +297,7 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 func TestManagementRoutesNeedTheirRoles(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	for _, p := range []string{"/v1/audit/events", "/v1/audit/events/x", "/v1/audit/verify", "/v1/policy"} {
@@ -316,6 +321,7 @@ func TestManagementRoutesNeedTheirRoles(t *testing.T) {
 }
 
 func TestDecisionsEndpointRunsNothing(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	before := h.snapshot()
@@ -344,6 +350,7 @@ func TestDecisionsEndpointRunsNothing(t *testing.T) {
 }
 
 func TestHotReloadUnderConcurrentLoad(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	admin := h.token("acme", "pat", "policy-admin")
 	dev := h.token("acme", "alice", "developer")
@@ -421,6 +428,7 @@ func TestHotReloadUnderConcurrentLoad(t *testing.T) {
 }
 
 func TestFailClosedWhenNoPolicyLoads(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.policy = func(dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package toolgate.authz\n\nthis is not rego\n"), 0o644))
@@ -454,6 +462,7 @@ func TestFailClosedWhenNoPolicyLoads(t *testing.T) {
 }
 
 func TestFailClosedWhenPolicyEvaluationErrors(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.policy = func(dir string) {
 			// A builtin error inside the decision: strict builtin errors make
@@ -478,6 +487,7 @@ deny contains "never" if to_number(input.args.content) > 1
 }
 
 func TestFailClosedWhenTheAuditStoreIsDown(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	if r := h.call(dev, "read-file", `{"arguments":{"path":"docs/guide.md"}}`); r.str("outcome") != "ok" {
@@ -496,6 +506,7 @@ func TestFailClosedWhenTheAuditStoreIsDown(t *testing.T) {
 }
 
 func TestOperationsEndpoints(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	if r := h.do("GET", "/healthz", "", nil); r.status != 200 {
 		t.Fatal("healthz")
@@ -536,6 +547,7 @@ func TestOperationsEndpoints(t *testing.T) {
 // Every route the server serves is in api/openapi.yaml, and every
 // documented operation is served.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	var served []string
 	err := chi.Walk(h.g.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

@@ -163,6 +163,7 @@ func (h *harness) appendEvents(tenant string, n int, at func(i int) time.Time, p
 }
 
 func TestExportStreamsEveryEventOldestFirstVerifiably(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	const secret = "export-secret-7f3a9c"
@@ -291,6 +292,7 @@ func TestExportStreamsEveryEventOldestFirstVerifiably(t *testing.T) {
 }
 
 func TestExportFromAndToAreInclusive(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	t0 := time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
@@ -336,6 +338,7 @@ func TestExportFromAndToAreInclusive(t *testing.T) {
 }
 
 func TestExportIsScopedToTheCallersTenant(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	a := h.token("acme", "alice", "developer")
 	b := h.token("globex", "bob", "developer")
@@ -369,6 +372,7 @@ func TestExportIsScopedToTheCallersTenant(t *testing.T) {
 }
 
 func TestExportNeedsTheAuditorRoleAndValidParameters(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	for name, tok := range map[string]string{
 		"developer":    h.token("acme", "alice", "developer"),
@@ -406,6 +410,7 @@ func TestExportNeedsTheAuditorRoleAndValidParameters(t *testing.T) {
 }
 
 func TestExportStreamsThousandsOfEvents(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	crowded := time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC)
 	const n = 3000
@@ -457,6 +462,7 @@ func smallBufferClient() *http.Client {
 }
 
 func TestExportInterruptedMidStreamEndsWithAnErrorLine(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	// About 17 MB of events: several times what the socket buffers and one
 	// server-side batch can hold, so the server is still querying when the

@@ -124,6 +124,7 @@ func (h held) release() { syscall.Close(h.fd) }
 // reading a FIFO of their own at the same time before any is released
 // (one after another, the second would never start).
 func TestABatchsIndependentCommandsRunAtOnce(t *testing.T) {
+	t.Parallel()
 	const n = 8 // the default limits.tenant_commands and tenant_concurrency
 	h := start(t, withAllTools)
 	dev := h.token("acme", "alice", "developer")

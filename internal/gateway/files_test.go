@@ -16,6 +16,7 @@ import (
 // key — are readable by the gateway's user alone (0600), and the folders
 // made for them too (0700). The layout is the shipped gateway.yaml's.
 func TestFilesTheGatewayCreatesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	must(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS("../../policies")))
 	must(t, os.MkdirAll(filepath.Join(dir, "ws", "acme"), 0o755))

@@ -62,6 +62,7 @@ func (h *harness) request(method, path, token string, body io.Reader, contentTyp
 // Content-Length, and chunked with no length announced. Nothing runs and
 // nothing is audited; a chunked body under the cap is served.
 func TestOversizedChunkedBodyIs413(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	before, events := h.snapshot(), len(h.allEvents("acme", ""))
@@ -97,6 +98,7 @@ func TestOversizedChunkedBodyIs413(t *testing.T) {
 // A body must be declared JSON: anything else is 415 before it is read,
 // and nothing runs. Parameters are fine; a charset must be UTF-8.
 func TestBodyWithoutJSONContentTypeIs415(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	before, events := h.snapshot(), len(h.allEvents("acme", ""))
@@ -143,6 +145,7 @@ func TestBodyWithoutJSONContentTypeIs415(t *testing.T) {
 // A path no route serves is 404, a served path with another method 405
 // with Allow; under /v1/ the credential is checked first.
 func TestUnroutedRequestsAre404And405(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	for _, c := range []struct {

@@ -70,6 +70,7 @@ func (h *harness) phases(tenant, callID string) []string {
 const editTodo = `{"arguments":{"path":"notes/todo.txt","old_string":"todo","new_string":"todo todo"},"call_id":"edit-1","session_id":"s-1"}`
 
 func TestRetriedCallRunsOnceAndAnswersTheRecordedResponse(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 
@@ -110,6 +111,7 @@ func TestRetriedCallRunsOnceAndAnswersTheRecordedResponse(t *testing.T) {
 }
 
 func TestReusedCallIDWithAnotherRequestIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	first := h.call(alice, "edit-file", editTodo)
@@ -170,6 +172,7 @@ func TestReusedCallIDWithAnotherRequestIsAConflict(t *testing.T) {
 }
 
 func TestRetryOfEveryOutcomeAnswersTheRecordedResponse(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	for i, tc := range []struct{ tool, args, outcome string }{
@@ -320,6 +323,7 @@ func (l *logWatch) wait(n int, parts ...string) bool {
 }
 
 func TestRetryWhileTheFirstRunsWaitsForItsResponse(t *testing.T) {
+	t.Parallel()
 	svc := newGatedService(t)
 	logs := newLogWatch()
 	h := start(t, withGatedUpstream(svc.srv.URL), func(s *setup) { s.logTo = logs })
@@ -389,6 +393,7 @@ func TestRetryWhileTheFirstRunsWaitsForItsResponse(t *testing.T) {
 }
 
 func TestRecordedPermanentFailureIsAnsweredAgain(t *testing.T) {
+	t.Parallel()
 	svc := newGatedService(t)
 	h := start(t, withGatedUpstream(svc.srv.URL))
 	alice := h.token("acme", "alice", "oncall")
@@ -411,6 +416,7 @@ func TestRecordedPermanentFailureIsAnsweredAgain(t *testing.T) {
 }
 
 func TestBatchCallsAreIdempotentOneByOne(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	batch := `{"session_id":"s-1","calls":[
@@ -485,6 +491,7 @@ func TestBatchCallsAreIdempotentOneByOne(t *testing.T) {
 }
 
 func TestBatchCallsThatNeverStartedRunOnRetry(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.policy = func(dir string) { must(t, os.WriteFile(filepath.Join(dir, "boom.rego"), []byte(boomPolicy), 0o644)) }
 		s.files = map[string]string{"acme/docs/boom.md": "boom\n"}
@@ -527,6 +534,7 @@ func TestBatchCallsThatNeverStartedRunOnRetry(t *testing.T) {
 }
 
 func TestHeldCallRetryAnswersItsCurrentState(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("acme", "bob", "approver")
@@ -570,6 +578,7 @@ func TestHeldCallRetryAnswersItsCurrentState(t *testing.T) {
 }
 
 func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	// A gateway reserved these keys and stopped before it answered: one
@@ -625,6 +634,7 @@ func TestRetryOfAnUnfinishedCallSaysWhetherItRan(t *testing.T) {
 }
 
 func TestKeysArePrunedAfterTheirTTL(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) { s.limitYAML = "  idempotency_ttl: 2h\n" })
 	alice := h.token("acme", "alice", "developer")
 	body := `{"arguments":{"path":"notes/ttl.txt","content":"x"},"call_id":"ttl-1"}`
@@ -647,6 +657,7 @@ func TestKeysArePrunedAfterTheirTTL(t *testing.T) {
 }
 
 func TestExpiredHeldCallRetryIsDeniedNotHeldAgain(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  ttl: 300ms\n"; s.clock = clock })
 	alice := h.token("acme", "alice", "developer")
@@ -668,6 +679,7 @@ func TestExpiredHeldCallRetryIsDeniedNotHeldAgain(t *testing.T) {
 }
 
 func TestAskUserRetryAnswersTheAnswerOnceGiven(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	body := `{"arguments":{"question":"Which branch?"},"session_id":"s-1","call_id":"ask-1"}`

@@ -23,6 +23,7 @@ func (c *cluster) call(base, token, tool string, body any) (int, map[string]any)
 // retries at both run the call once, and another request with the key is
 // a conflict everywhere.
 func TestRetryAtAnotherReplicaAnswersTheRecordedResponse(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pgtest.DSN(t))
 	a, b := c.start("a", c.dsn), c.start("b", c.dsn)
 	tok := c.token("developer", "auditor")

@@ -21,6 +21,7 @@ func (t *timed) Run(context.Context, *tools.Env, any, tools.Limits) (tools.Resul
 }
 
 func TestKeyLeaseOutlastsTheLongestCall(t *testing.T) {
+	t.Parallel()
 	reg, err := tools.NewRegistry(&timed{tools.Spec{Name: "quick", Limits: tools.Limits{Timeout: time.Second}}})
 	must(t, err)
 	if got := keyLease(reg, 30*time.Second); got != pipeline.DefaultKeyLease {

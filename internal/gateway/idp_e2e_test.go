@@ -38,6 +38,7 @@ func (h *harness) identityCheck() (int, string) {
 }
 
 func TestIdentityProviderEndToEnd(t *testing.T) {
+	t.Parallel()
 	k1, k2 := jwkstest.NewKey("k1", "RS256"), jwkstest.NewKey("k2", "ES256")
 	idp := jwkstest.New(t, k1)
 	h := startWithIdP(t, idp, "    jwks_unknown_kid_refresh: 1h\n")
@@ -111,6 +112,7 @@ func TestIdentityProviderEndToEnd(t *testing.T) {
 // says it is not ready, refuses every token that would need those keys
 // and never fetches them; the dev secret still works.
 func TestIdentityProviderNamingAnotherIssuerIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	k1 := jwkstest.NewKey("k1", "ES256")
 	idp := jwkstest.New(t, k1)
 	idp.SetDiscoveryIssuer("https://evil.example")
@@ -133,6 +135,7 @@ func TestIdentityProviderNamingAnotherIssuerIsNotTrusted(t *testing.T) {
 // A provider that is down when the gateway starts: not ready and tokens
 // refused, then ready and accepted once it answers, without a restart.
 func TestIdentityProviderDownAtStart(t *testing.T) {
+	t.Parallel()
 	k1 := jwkstest.NewKey("k1", "ES256")
 	idp := jwkstest.New(t, k1)
 	idp.SetStatus(http.StatusServiceUnavailable)

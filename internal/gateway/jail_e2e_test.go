@@ -29,6 +29,7 @@ func needPython(t *testing.T) {
 // lines, which would copy the gateway's HS256 secret (anyone holding it
 // mints tokens for any tenant) into the workspace. python3 never starts.
 func TestJailSortCompressProgramDoesNotRunPython(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	secret := "" // filled once the harness exists
 	h := start(t, withAllTools)
@@ -55,6 +56,7 @@ func TestJailSortCompressProgramDoesNotRunPython(t *testing.T) {
 // grep -r walks the whole workspace: protected files do not exist for it,
 // whatever the argument scan saw.
 func TestJailRecursiveGrepSkipsProtectedFiles(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAllTools)
 	dev := h.token("acme", "mallory", "developer")
 	r := h.bashCall(dev, "grep -r PASS .", "")
@@ -186,6 +188,7 @@ decision := {
 }
 
 func TestJailObligationsOfAnOwnPack(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	h := start(t, withAllTools, ownJailPack(t))
 	dev := h.token("acme", "mallory", "anyone")
@@ -279,6 +282,8 @@ func shellQuote(s string) string {
 // answers "tool unavailable" and runs nothing — while every other tool
 // keeps working, and /readyz says why.
 func TestJailUnavailableWithholdsCommands(t *testing.T) {
+	// Serial: it swaps the package's helperBinary (serial tests run
+	// before any parallel one).
 	old := helperBinary
 	helperBinary = func() (string, error) { return "/bin/false", nil }
 	t.Cleanup(func() { helperBinary = old })
@@ -313,6 +318,7 @@ func TestJailUnavailableWithholdsCommands(t *testing.T) {
 // jail: a setsid, double-forked child of the stopped program never writes
 // the file it waited to write. So does gateway shutdown.
 func TestJailBackgroundProcessStopEndsTheJail(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	h := start(t, withAllTools, ownJailPack(t))
 	dev := h.token("acme", "mallory", "anyone")

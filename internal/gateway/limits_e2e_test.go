@@ -92,6 +92,7 @@ func (h *harness) exists(rel string) bool {
 // sane Retry-After, a decision event with outcome rate_limited, a metric
 // without the key. Other keys and other tenants keep their own buckets.
 func TestRateLimitObligationRefusesAndAudits(t *testing.T) {
+	t.Parallel()
 	h := start(t, withRateLimits(t, perPrincipalWrites))
 	alice := h.token("acme", "alice", "developer")
 	for _, p := range []string{"notes/a.txt", "notes/b.txt"} {
@@ -191,6 +192,7 @@ func TestRateLimitObligationRefusesAndAudits(t *testing.T) {
 // Nothing here depends on how fast the machine is: the gateway's clock
 // stands still until the test moves it, so the bucket refills only then.
 func TestRateLimitRefills(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	h := start(t, withRateLimits(t, `default test_limits := {}
 
@@ -229,6 +231,7 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 // Retry-After, is decided again and runs (it is not answered the recorded
 // 429 for the key's whole TTL). The same for a batch entry.
 func TestRateLimitedCallIsRetriedWithItsCallID(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	h := start(t, withRateLimits(t, `default test_limits := {}
 
@@ -271,6 +274,7 @@ test_limits := {"rate_limit": [{"key": "writes", "rate": 2, "burst": 1}]} if inp
 // A policy that means to limit and says it wrong is broken: the call fails
 // closed (503), it never runs unlimited.
 func TestMalformedRateLimitFailsClosed(t *testing.T) {
+	t.Parallel()
 	for name, obligation := range map[string]string{
 		"negative rate":     `{"key": "k", "rate": -1, "burst": 5}`,
 		"rate as a string":  `{"key": "k", "rate": "10", "burst": 5}`,
@@ -298,6 +302,7 @@ func TestMalformedRateLimitFailsClosed(t *testing.T) {
 // authentication, before the body is read (a malformed body over the
 // limit is 429, not 400), per tenant.
 func TestTenantRateRefusesBeforeReadingTheBody(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) { s.limitYAML = "  tenant_rate: 0.001\n  tenant_burst: 3\n" })
 	alice := h.token("acme", "alice", "developer")
 	for i := range 3 {
@@ -340,6 +345,7 @@ func TestTenantRateRefusesBeforeReadingTheBody(t *testing.T) {
 // audited rate_limited), and leaves neither an approval nor an audited
 // approval id that does not exist.
 func TestMaxPendingBoundsHeldCallsAndQuestions(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.toolsYAML = "tools:\n  builtin: [read-file, write-file, ask-user]\n"
 		s.extraYAML = "approvals:\n  max_pending: 2\n"
@@ -415,6 +421,7 @@ func TestMaxPendingBoundsHeldCallsAndQuestions(t *testing.T) {
 // either is held with an approval that exists, or is refused with none;
 // the log announces no approval id that is not stored.
 func TestMaxPendingRaceLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) { s.extraYAML = "approvals:\n  max_pending: 3\n" })
 	alice := h.token("acme", "alice", "developer")
 	approver := h.token("acme", "bob", "approver")
@@ -466,6 +473,7 @@ func TestMaxPendingRaceLeavesNoOrphans(t *testing.T) {
 // are stored; the others were allowed, found the bound full when storing
 // their question, and answer 429 with a result event rate_limited.
 func TestMaxPendingRaceOfQuestions(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.toolsYAML = askTools
 		s.extraYAML = "approvals:\n  max_pending: 2\n"
@@ -506,6 +514,7 @@ func TestMaxPendingRaceOfQuestions(t *testing.T) {
 // without wait, and other tenants, are not affected, and a finished poll
 // gives its slot back.
 func TestLongPollsAreBoundedPerTenant(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) { s.limitYAML = "  tenant_long_polls: 2\n" })
 	alice := h.token("acme", "alice", "developer")
 	r := h.call(alice, "write-file", `{"arguments":{"path":"release/VERSION","content":"2"}}`)
@@ -627,6 +636,7 @@ func (h *harness) park(ctx context.Context, token, callID string) int {
 // The shipped pack limits a role's principals when its data says so
 // (roles.<name>.rate_limit): each principal has a bucket of its own.
 func TestShippedPackLimitsARolePerPrincipal(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.policy = func(dir string) {
 			f := filepath.Join(dir, "data.yaml")
@@ -665,6 +675,7 @@ func TestShippedPackLimitsARolePerPrincipal(t *testing.T) {
 // Concurrent calls of one bucket never get more than its burst
 // (SQLite: counted in this process).
 func TestConcurrentCallsTakeExactlyTheBurst(t *testing.T) {
+	t.Parallel()
 	h := start(t, withRateLimits(t, `default test_limits := {}
 
 test_limits := {"rate_limit": {"key": "writes", "rate": 0.001, "burst": 5}} if input.tool.name == "write-file"
@@ -695,6 +706,7 @@ test_limits := {"rate_limit": {"key": "writes", "rate": 0.001, "burst": 5}} if i
 // with no refill to speak of admits exactly 10 calls in all, whichever
 // replica each reaches.
 func TestReplicasShareRateLimitBuckets(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	key := filepath.Join(t.TempDir(), "audit-signing.key")
 	opts := []func(*setup){
@@ -737,6 +749,7 @@ test_limits := {"rate_limit": {"key": "shared-writes", "rate": 0.001, "burst": 1
 // 503, nothing runs, nothing is audited as allowed. Calls without a
 // rate_limit never touch the buckets and go on.
 func TestRateLimitStoreFailureFailsClosed(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	h := start(t, withRateLimits(t, perPrincipalWrites), func(s *setup) {
 		s.auditYAML = fmt.Sprintf("  driver: postgres\n  dsn: %q\n", dsn)

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"flag"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/command"
@@ -23,5 +25,23 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == mcpTestServerArg {
 		os.Exit(runStdioMCPServer())
 	}
+	raiseParallel()
 	os.Exit(m.Run())
+}
+
+// parallelE2E is how many end-to-end tests run at once unless -parallel
+// says otherwise: they mostly wait (fsync, processes, jails, the network
+// on loopback), so more than GOMAXPROCS (go test's default) at once keeps
+// the two cores busy instead of idle. Tests that measure the machine, look
+// at every process, swap a package variable, set environment variables or
+// look for leaked goroutines stay serial (Go runs serial tests first).
+const parallelE2E = 4
+
+func raiseParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelE2E))
+	}
 }

@@ -243,6 +243,7 @@ func toolNames(r response) []string {
 }
 
 func TestMCPUpstreamToolsAreGovernedEndToEnd(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	h := start(t, withMCP(m.serve(t), true, ""))
 	dev := h.token("acme", "alice", "developer")
@@ -341,6 +342,7 @@ func TestMCPUpstreamToolsAreGovernedEndToEnd(t *testing.T) {
 }
 
 func TestMCPChangedDefinitionAfterPinningIsWithheldWhileItsSiblingWorks(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	h := start(t, withMCP(m.serve(t), true, ""))
 	dev := h.token("acme", "alice", "developer")
@@ -392,6 +394,7 @@ func TestMCPChangedDefinitionAfterPinningIsWithheldWhileItsSiblingWorks(t *testi
 }
 
 func TestMCPToolsWithoutAMatchingPinAreNotOfferedAtStart(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	url := m.serve(t)
 	h := start(t, withMCP(url, true, ""), func(s *setup) {
@@ -425,6 +428,7 @@ func TestMCPToolsWithoutAMatchingPinAreNotOfferedAtStart(t *testing.T) {
 }
 
 func TestMCPPinFalseOffersEveryToolWithoutALock(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	h := start(t, withMCP(m.serve(t), false, "      pin: false\n      tools: [search_notes, fail]\n"))
 	dev := h.token("acme", "alice", "developer")
@@ -441,6 +445,7 @@ func TestMCPPinFalseOffersEveryToolWithoutALock(t *testing.T) {
 // reference, and a schema that is not an object schema. None of those is
 // offered; the honest tool beside them is.
 func TestMCPHostileUpstreamDefinitionsAreNotOffered(t *testing.T) {
+	t.Parallel()
 	hostile := mcp.NewServer(&mcp.Implementation{Name: "evil", Version: "1"}, nil)
 	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("ok"), nil }
 	obj := encjson.RawMessage(`{"type":"object"}`)
@@ -549,6 +554,7 @@ func assertedSubject(tok string) string {
 }
 
 func TestMCPPinsCanComeFromThePolicyData(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	url := m.serve(t)
 	// The digest a security team approves, computed as the gateway does
@@ -596,6 +602,7 @@ func jsonObject(t *testing.T, s string) map[string]any {
 // build it) a stdio upstream is never started: no tool, and the program
 // never ran.
 func TestMCPStdioUpstreamIsRefusedWithoutAJail(t *testing.T) {
+	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "ran")
 	h := start(t, func(s *setup) {
 		withMCP("", false, "")(s)
@@ -614,6 +621,7 @@ func TestMCPStdioUpstreamIsRefusedWithoutAJail(t *testing.T) {
 // Two upstreams whose tools normalize to one gateway name stop the gateway
 // at start with an error naming the key.
 func TestMCPToolNameTakenTwiceIsAStartError(t *testing.T) {
+	t.Parallel()
 	serve := func(tool string) string {
 		s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
 		s.AddTool(&mcp.Tool{Name: tool, Description: "d", InputSchema: encjson.RawMessage(`{"type":"object"}`)},
@@ -658,6 +666,7 @@ tools:
 // withheld (from their pinned definitions, nothing from the upstream) until
 // a refresh finds it offering exactly those definitions.
 func TestMCPUpstreamDownAtStartOffersItsPinnedToolsOnceItAnswers(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	h := start(t, withMCP(m.serve(t), true, ""), func(s *setup) {
 		pin := s.beforeNew

@@ -125,6 +125,7 @@ func (s *exchangeSTS) userOf(tok string) string {
 // closed with the usual redacted outcome, and nothing reaches the
 // upstream.
 func TestMCPTokenExchangeEndToEnd(t *testing.T) {
+	t.Parallel()
 	sts := newExchangeSTS(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	var mu sync.Mutex
@@ -233,6 +234,7 @@ func TestMCPTokenExchangeEndToEnd(t *testing.T) {
 // pinning is withheld within moments, although the next poll is an hour
 // away.
 func TestMCPListChangedWithholdsADriftedToolBeforeThePoll(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	h := start(t, withMCP(m.serve(t), true, "      refresh_interval: 1h\n"))
 	dev := h.token("acme", "alice", "developer")

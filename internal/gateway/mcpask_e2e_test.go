@@ -93,6 +93,7 @@ func schemaOf(t *testing.T, p *mcp.ElicitParams) map[string]any {
 // GET /v1/calls has it), and the audit log has the answer by the caller
 // beside the call's result event.
 func TestMCPAskUserElicitsTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
 	for i, rev := range mcpRevisions {
@@ -154,6 +155,7 @@ func TestMCPAskUserElicitsTheAnswer(t *testing.T) {
 // A client that cannot elicit gets today's result: awaiting_user with the
 // question's id, answered over REST.
 func TestMCPAskUserWithoutElicitationAwaitsTheUser(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
 	for _, rev := range mcpRevisions {
@@ -193,6 +195,7 @@ func assertAwaiting(t *testing.T, h *harness, token string, res *mcp.CallToolRes
 // decline a question, so it stays pending, the result is awaiting_user
 // with its id, and the question can still be answered over REST.
 func TestMCPAskUserDeclinedStaysPending(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
 	for _, rev := range mcpRevisions {
@@ -231,6 +234,7 @@ func rpcCode(err error) int64 {
 // an answer outside the options is refused as over REST; the asker's own
 // retry answers once.
 func TestMCPAskUserRequestStateIsTheAskers(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
 	noAuto := func() *mcp.ClientOptions {

@@ -77,6 +77,7 @@ func retryAt(t *testing.T, h *harness, token string, args map[string]any, state,
 // retry with the answer goes to replica B, which answers the question
 // and returns the call's result, as A would have.
 func TestMCPAskUserRetryAtAnotherReplicaSharingTheKey(t *testing.T) {
+	t.Parallel()
 	key := filepath.Join(t.TempDir(), "mcp-request-state.key")
 	a, b := askReplicas(t, key, key)
 	alice := a.audToken(mcpAudience, "acme", "alice", "developer")
@@ -111,6 +112,7 @@ func TestMCPAskUserRetryAtAnotherReplicaSharingTheKey(t *testing.T) {
 // exactly as they refuse a forged one, and nothing is answered; the
 // replica that asked still accepts the retry.
 func TestMCPAskUserRetryAtAnotherReplicaWithAnotherKeyIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := askReplicas(t, filepath.Join(dir, "a.key"), filepath.Join(dir, "b.key"))
 	alice := a.audToken(mcpAudience, "acme", "alice", "developer")
@@ -143,6 +145,7 @@ func TestMCPAskUserRetryAtAnotherReplicaWithAnotherKeyIsRefused(t *testing.T) {
 // on a key file that became unfit after the config was loaded, naming
 // the key.
 func TestMCPRequestStateKeyFileAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	must(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS("../../policies")))
 	must(t, os.Mkdir(filepath.Join(dir, "ws"), 0o755))

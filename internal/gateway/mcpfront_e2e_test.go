@@ -88,6 +88,7 @@ func textOf(r *mcp.CallToolResult) []string {
 var mcpRevisions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
 
 func TestMCPToolsListIsGetV1ToolsForTheCaller(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	for _, rev := range mcpRevisions {
 		for _, who := range [][]string{{"acme", "dana", "developer"}, {"acme", "vera", "viewer"}, {"globex", "gil", "developer"}} {
@@ -139,6 +140,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 // isError as is_error, the outcome and ids in _meta; the audit log
 // records the call as made through MCP, with its JSON-RPC id.
 func TestMCPCallsHaveRESTsOutcomesAndStrings(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
 	viewer := h.audToken(mcpAudience, "acme", "vera", "viewer")
@@ -223,6 +225,7 @@ func (h *harness) rawMCP(token string, body string, header ...string) (*http.Res
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 func TestMCPRefusesWhatAResourceServerMust(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
 	wantMeta := `Bearer resource_metadata="` + h.base + `/.well-known/oauth-protected-resource/mcp"`
@@ -308,6 +311,7 @@ func TestMCPRefusesWhatAResourceServerMust(t *testing.T) {
 // A session id is not a credential: another principal presenting it is
 // refused, and the owner's session keeps working.
 func TestMCPSessionIsBoundToItsPrincipal(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	dana := h.audToken(mcpAudience, "acme", "dana", "developer")
 	cs := h.mcpSession(dana, "2025-11-25")
@@ -336,6 +340,7 @@ func TestMCPSessionIsBoundToItsPrincipal(t *testing.T) {
 
 // Concurrent tools/call requests of one session behave like single calls.
 func TestMCPConcurrentCallsOfOneSession(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
@@ -371,6 +376,7 @@ func TestMCPConcurrentCallsOfOneSession(t *testing.T) {
 }
 
 func TestMCPCanBeTurnedOff(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, func(s *setup) { s.extraYAML += "mcp:\n  enabled: false\n" })
 	resp, _ := h.rawMCP(h.audToken(mcpAudience, "acme", "dana", "developer"), initBody)
 	if resp.StatusCode != 404 {
@@ -382,6 +388,7 @@ func TestMCPCanBeTurnedOff(t *testing.T) {
 // what REST used up, /mcp cannot use again; the refusal comes before the
 // body is read, with Retry-After, and is not audited.
 func TestMCPSharesTheTenantRateWithREST(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, func(s *setup) { s.limitYAML = "  tenant_rate: 0.001\n  tenant_burst: 2\n" })
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
 	for range 2 {
@@ -403,6 +410,7 @@ func TestMCPSharesTheTenantRateWithREST(t *testing.T) {
 // foreign Host is refused, unless that host is the configured
 // mcp.resource's (a reverse proxy on the same machine).
 func TestMCPRefusesAForeignHostOnLoopback(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, func(s *setup) { s.extraYAML += "mcp:\n  resource: https://gw.example.com/mcp\n" })
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
 	for host, want := range map[string]int{"evil.example": 403, "gw.example.com": 200, "localhost": 200} {
@@ -426,6 +434,7 @@ func TestMCPRefusesAForeignHostOnLoopback(t *testing.T) {
 // signed assertion for the caller and never the caller's token; the
 // call's events record both the front door and the pinned tool.
 func TestMCPThroughTheFrontDoorToAnMCPUpstream(t *testing.T) {
+	t.Parallel()
 	m := newTestMCPServer()
 	url := m.serve(t)
 	h := start(t, withMCP(url, false, "      pin: false\n"), func(s *setup) {
@@ -459,6 +468,7 @@ func TestMCPThroughTheFrontDoorToAnMCPUpstream(t *testing.T) {
 // ask-user through MCP: an awaiting_user result that names its question,
 // which the platform answers over REST and reads as the call's result.
 func TestMCPAskUserNamesItsQuestion(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")
 	cs := h.mcpSession(alice, "2025-11-25")

@@ -74,6 +74,7 @@ func (c *stdioClient) response(id string) map[string]any {
 // /mcp: the id's JSON text, a long one as its SHA-256; whatever the
 // client puts under the gateway's _meta key changes nothing.
 func TestMCPStdioRecordsRequestIDs(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience)
 	c := h.stdio(t, h.audToken(mcpAudience, "acme", "dana", "developer"))
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
@@ -113,6 +114,7 @@ func TestMCPStdioRecordsRequestIDs(t *testing.T) {
 // A stdio client that can elicit is asked the question too, whichever
 // revision it negotiates.
 func TestMCPStdioAskUserElicits(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAudience, withAskUser)
 	token := h.audToken(mcpAudience, "acme", "alice", "developer")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -20,6 +20,7 @@ const mcpTSEnv = "TOOLGATE_TEST_MCP_TS"
 // names, descriptions and schemas, and each call's outcome with REST's
 // strings.
 func TestMCPTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node, dir := tsClient(t)
 	h := start(t, withAudience)
 	dev := h.audToken(mcpAudience, "acme", "dana", "developer")
@@ -139,6 +140,7 @@ func runTSClient(t *testing.T, node, dir string, args ...string) (int, []byte) {
 // elicitation is asked an ask-user question during the call, and the
 // call's result is its user's answer.
 func TestMCPTypeScriptClientAnswersElicitation(t *testing.T) {
+	t.Parallel()
 	node, dir := tsClient(t)
 	h := start(t, withAudience, withAskUser)
 	alice := h.audToken(mcpAudience, "acme", "alice", "developer")

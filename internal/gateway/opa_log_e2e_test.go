@@ -143,6 +143,7 @@ var rfc3339Nano = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})
 // logs is there in the same form, with Toolgate's extras only in labels
 // and custom.
 func TestOPAExportMatchesARealOPAsDecisionLog(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	calls := map[string]struct{ token, tool, body, outcome string }{
@@ -276,6 +277,7 @@ func mapsKeys(m map[string]any) []string {
 // /v1/policy/eval's decision, and the audit event's obligations and
 // decision (the shipped pack sets "timeout_ms": 30000).
 func TestPolicyNumbersStayNumbers(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	admin := h.token("acme", "pat", "policy-admin")
 	r := h.do("POST", "/v1/policy/eval", admin, []byte(`{"tool":"read-file","arguments":{"path":"docs/guide.md"},"principal":{"id":"alice","roles":["developer"]}}`))

@@ -107,6 +107,7 @@ func withoutIDs(r response) []byte {
 // records Bob's attempts as the denials they are. A supervisor may read,
 // feed and stop them.
 func TestAnotherPrincipalsProcessesAndTasksAnswerLikeUnknownIDs(t *testing.T) {
+	t.Parallel()
 	asGatewayUsers(t, testAnotherPrincipalsProcessesAndTasks)
 }
 

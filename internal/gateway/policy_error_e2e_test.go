@@ -27,6 +27,7 @@ allow := offer == "yes" if input.tool.name == "write-file"
 // event records outcome error with OPA's code, message and file:row, for
 // the auditor and in the OPA export; the log still verifies.
 func TestAFailedDecisionIsAudited(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.toolsYAML = "tools:\n  builtin: [read-file, write-file]\n"
 		s.files = map[string]string{"acme/fine.txt": "x", "acme/conflict.txt": "x", "acme/not-a-number.txt": "x"}

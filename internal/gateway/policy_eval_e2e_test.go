@@ -8,6 +8,7 @@ import (
 )
 
 func TestPolicyEvalExplainsWithoutEffectOrAuditEvent(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	admin := h.token("acme", "pat", "policy-admin")
 	before := h.snapshot()
@@ -100,6 +101,7 @@ decision := {"allow": to_number(input.args.path) > 0, "reasons": ["a number"]} i
 // An author sees the policy's runtime error — its code, message and
 // file:row — instead of a bare 503; the explanation runs up to it.
 func TestPolicyEvalShowsARuntimeErrorWithItsLocation(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(s *setup) {
 		s.files = map[string]string{"acme/fine.txt": "x", "acme/conflict.txt": "x", "acme/not-a-number.txt": "x"}
 		s.policy = func(dir string) {

@@ -101,6 +101,7 @@ func decodeHashes(t *testing.T, v any) []tlog.Hash {
 }
 
 func TestAuditLogProvesItselfToAThirdParty(t *testing.T) {
+	t.Parallel()
 	h := start(t, withFastCheckpoints)
 	alice := h.token("acme", "alice", "developer")
 	auditor := h.token("acme", "audrey", "auditor")

@@ -29,6 +29,7 @@ func (h *harness) answer(token, questionID, answer string) response {
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
 func TestAskUserAnswerIsTheCallsResult(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Which branch should I deploy?"}`)
@@ -56,6 +57,7 @@ func TestAskUserAnswerIsTheCallsResult(t *testing.T) {
 }
 
 func TestWhoMayAnswerAQuestion(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, tenant, sub string
 		roles             []string
@@ -89,6 +91,7 @@ func TestWhoMayAnswerAQuestion(t *testing.T) {
 // A refused answer is indistinguishable from one to a question that does
 // not exist, and policy's refusal is audited.
 func TestAForeignQuestionLooksMissing(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?"}`)
@@ -105,6 +108,7 @@ func TestAForeignQuestionLooksMissing(t *testing.T) {
 }
 
 func TestAQuestionIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?"}`)
@@ -120,6 +124,7 @@ func TestAQuestionIsAnsweredOnce(t *testing.T) {
 }
 
 func TestOnlyAnOfferedOptionAnswersAQuestionWithOptions(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)
@@ -144,6 +149,7 @@ func TestOnlyAnOfferedOptionAnswersAQuestionWithOptions(t *testing.T) {
 }
 
 func TestAnswerBodiesAreStrict(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	_, qid := h.ask(alice, `{"question":"Deploy now?"}`)
@@ -155,6 +161,7 @@ func TestAnswerBodiesAreStrict(t *testing.T) {
 }
 
 func TestLongPollReturnsTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?"}`)
@@ -181,6 +188,7 @@ func TestLongPollReturnsTheAnswer(t *testing.T) {
 // The long poll wakes when the question expires; then the question is
 // gone for everyone, and its expiry is audited.
 func TestAnExpiredQuestionLooksMissing(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser, func(s *setup) { s.extraYAML = "approvals:\n  question_ttl: 1s\n" })
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?"}`)
@@ -200,6 +208,7 @@ func TestAnExpiredQuestionLooksMissing(t *testing.T) {
 // questions; a colleague without the answerer role nothing; one with it
 // the tenant's; another tenant nothing. Bad parameters are 400.
 func TestListQuestionsShowsWhatTheCallerMayAnswer(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAskUser)
 	alice := h.token("acme", "alice", "developer")
 	callID, qid := h.ask(alice, `{"question":"Deploy now?","options":["yes","no"]}`)

@@ -108,6 +108,7 @@ func otherTenantWorks(t *testing.T, h *harness) {
 }
 
 func TestWorkspaceQuotaAccountingKeepsOtherTenantsWorking(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	h := start(t, withAllTools, withDD(t), func(s *setup) {
 		s.acmeYAML = "    limits:\n      workspace_bytes: 1048576\n"
@@ -189,6 +190,7 @@ func TestWorkspaceQuotaAccountingKeepsOtherTenantsWorking(t *testing.T) {
 }
 
 func TestWorkspaceQuotaBtrfsQgroupKeepsOtherTenantsWorking(t *testing.T) {
+	t.Parallel()
 	mnt := quotatest.Btrfs(t, true) // unmounted after the gateway closes
 	acmeWS := filepath.Join(mnt, "acme")
 	var logs syncBuffer
@@ -258,6 +260,7 @@ func TestWorkspaceQuotaBtrfsQgroupKeepsOtherTenantsWorking(t *testing.T) {
 // With PostgreSQL the gateway cannot tell where the audit data lives:
 // /readyz says nothing about sharing.
 func TestReadyzSaysNothingAboutSharingWithPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	h := start(t, func(s *setup) { s.auditYAML = fmt.Sprintf("  driver: postgres\n  dsn: %q\n", dsn) })
 	ws := h.readyWorkspaces()
@@ -271,6 +274,7 @@ func TestReadyzSaysNothingAboutSharingWithPostgres(t *testing.T) {
 // made under a temporary name and renamed, so that a failure half way
 // never leaves a half-seeded workspace under the real name.
 func TestSeededWorkspaceOnBtrfsIsASubvolume(t *testing.T) {
+	t.Parallel()
 	mnt := quotatest.Btrfs(t, true)
 	seed := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(seed, "docs"), 0o755))

@@ -18,6 +18,7 @@ import (
 // once a write succeeds, without any call having to arrive first: an
 // unready replica gets no traffic to prove itself with.
 func TestReadinessFollowsFailingCommits(t *testing.T) {
+	t.Parallel()
 	const full = "database or disk is full"
 	for _, tc := range []struct {
 		name string

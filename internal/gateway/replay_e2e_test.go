@@ -7,6 +7,7 @@ import (
 )
 
 func TestPolicyReplayOverTheAPI(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	alice := h.token("acme", "alice", "developer")
 	for _, c := range []struct{ token, tool, args, outcome string }{

@@ -519,6 +519,7 @@ func waitStatus(t *testing.T, base, path string, want int) {
 }
 
 func TestDatabaseOutageFailsClosedAndRecovers(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	px := newProxy(t, targetOf(t, dsn))
 	outage(t, dsn, px.through(t, dsn), px.cut, px.restore)
@@ -650,6 +651,7 @@ func outage(t *testing.T, dsn, gatewayDSN string, down, up func()) {
 }
 
 func TestSIGKILLMidLoadNeverLosesADecision(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pgtest.DSN(t))
 	r := c.start("main", c.dsn)
 	tok := c.token("developer", "auditor")

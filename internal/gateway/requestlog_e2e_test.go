@@ -29,6 +29,7 @@ func (s *syncBuffer) String() string {
 // Every response carries a request id (the caller's when it is a safe
 // token), and the debug request log line ties it to the call and decision.
 func TestRequestIDsAndRequestLog(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	h := start(t, func(s *setup) { s.logTo = &logs })
 	dev := h.token("acme", "alice", "developer")

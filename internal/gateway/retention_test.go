@@ -17,6 +17,7 @@ import (
 )
 
 func TestRetentionPrunesTheAuditLogAndWhatRemainsVerifies(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	dev := h.token("acme", "alice", "developer")
 	for range 3 {
@@ -50,6 +51,7 @@ func TestRetentionPrunesTheAuditLogAndWhatRemainsVerifies(t *testing.T) {
 }
 
 func TestServePrunesAtStartWhenRetentionIsSet(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	ctx := t.Context()
 

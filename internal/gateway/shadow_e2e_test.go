@@ -23,6 +23,7 @@ decision := {"allow": input.tool.name != "read-file", "reasons": ["shadow"]}
 }
 
 func TestShadowPolicyDivergencesAreCountedAndAuditedWithoutChangingOutcomes(t *testing.T) {
+	t.Parallel()
 	shadowDir := filepath.Join(t.TempDir(), "shadow")
 	writeShadowPolicy(t, shadowDir)
 	files, err := bundletest.ReadDir(shadowDir)

@@ -14,6 +14,7 @@ import (
 // it must load, name only real tools, and the shipped pack must offer
 // every one of them to the demo tenant's developer.
 func TestShippedConfigOffersEveryTool(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Load("../../gateway.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestShippedConfigOffersEveryTool(t *testing.T) {
 // it to the demo developer, who may ask about the services data.yaml
 // lists for the role.
 func TestShippedConfigDeclaresTheExampleUpstreamTool(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Load("../../gateway.yaml")
 	if err != nil {
 		t.Fatal(err)

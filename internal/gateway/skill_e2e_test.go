@@ -29,6 +29,7 @@ func withSkills(t *testing.T) func(*setup) {
 }
 
 func TestSkillToolEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := start(t, withSkills(t))
 	dev := h.token("acme", "alice", "developer")
 	viewer := h.token("acme", "victor", "viewer")
@@ -81,6 +82,7 @@ func TestSkillToolEndToEnd(t *testing.T) {
 // against the impersonated caller's own schema, so a skill availability
 // does not offer that caller is invalid there too.
 func TestPolicyEvalHoldsAWouldBeSkillCallToTheCallersSchema(t *testing.T) {
+	t.Parallel()
 	h := start(t, withSkills(t))
 	admin := h.token("acme", "pat", "policy-admin")
 	viewer := h.token("acme", "victor", "viewer")

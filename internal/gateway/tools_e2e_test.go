@@ -58,6 +58,7 @@ func port(srv *httptest.Server) string { return srv.URL[strings.LastIndex(srv.UR
 // The bypass corpus for fetch: rules over typed, normalized resources hold
 // where rules over raw strings are fooled.
 func TestFetchBypassCorpusAgainstTheDefaultPack(t *testing.T) {
+	t.Parallel()
 	ok, okHits := counter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from loopback") }))
 	denied, deniedHits := counter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "must never be reached") }))
 	redir, _ := counter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +123,7 @@ func TestFetchBypassCorpusAgainstTheDefaultPack(t *testing.T) {
 // The bypass corpus for bash against the default pack: commands are judged
 // segment by segment on parsed argv, never as strings.
 func TestBashBypassCorpusAgainstTheDefaultPack(t *testing.T) {
+	t.Parallel()
 	srv, hits := counter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	h := start(t, withAllTools, func(s *setup) {
 		s.files = map[string]string{"acme/x": "keep me\n", "globex/x": "keep me\n"}
@@ -192,6 +194,7 @@ decision := {"allow": true, "reasons": ["test pack allows everything"]}
 }
 
 func TestBashRunsOnlyWhatWasDecided(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAllTools, allowAllPack(t))
 	dev := h.token("acme", "alice", "developer")
 	bash := func(cmd string) response {
@@ -221,6 +224,7 @@ func TestBashRunsOnlyWhatWasDecided(t *testing.T) {
 }
 
 func TestCommandsRunConfined(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAllTools, allowAllPack(t))
 	r := h.do("GET", "/readyz", "", nil)
 	conf, _ := r.body["confinement"].(map[string]any)
@@ -246,6 +250,7 @@ func TestCommandsRunConfined(t *testing.T) {
 }
 
 func TestProcessesAndTasksAreScopedToTheirSession(t *testing.T) {
+	t.Parallel()
 	h := start(t, withAllTools, allowAllPack(t))
 	alice := h.token("acme", "alice", "developer")
 	bob := h.token("globex", "bob", "developer")

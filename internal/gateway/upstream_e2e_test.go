@@ -145,6 +145,7 @@ func startWithUpstream(t *testing.T, opts ...func(*setup)) (*harness, *fakeServi
 }
 
 func TestUpstreamToolRunsWithAVerifiedIdentityAndTheFrozenArguments(t *testing.T) {
+	t.Parallel()
 	h, svc := startWithUpstream(t)
 	dev := h.token("acme", "alice", "developer")
 
@@ -212,6 +213,7 @@ func TestUpstreamToolRunsWithAVerifiedIdentityAndTheFrozenArguments(t *testing.T
 }
 
 func TestUpstreamAssertionsCannotBeForgedReplayedOrKeptPastExpiry(t *testing.T) {
+	t.Parallel()
 	h, svc := startWithUpstream(t)
 	r := h.call(h.token("acme", "alice", "developer"), "maintenance-window", `{"arguments":{"service_id":"checkout"}}`)
 	if r.str("outcome") != "ok" {
@@ -279,6 +281,7 @@ func TestUpstreamAssertionsCannotBeForgedReplayedOrKeptPastExpiry(t *testing.T) 
 }
 
 func TestUpstreamFailuresFollowTheModelFacingRules(t *testing.T) {
+	t.Parallel()
 	h, svc := startWithUpstream(t)
 	oncall := h.token("acme", "bob", "oncall")
 	tests := []struct {
@@ -324,6 +327,7 @@ func TestUpstreamFailuresFollowTheModelFacingRules(t *testing.T) {
 }
 
 func TestUpstreamCallsTheModelShapesNeverReachTheService(t *testing.T) {
+	t.Parallel()
 	h, svc := startWithUpstream(t)
 	dev := h.token("acme", "alice", "developer")
 
@@ -369,6 +373,7 @@ func TestUpstreamCallsTheModelShapesNeverReachTheService(t *testing.T) {
 }
 
 func TestSDKClientDrivesTheGateway(t *testing.T) {
+	t.Parallel()
 	h, _ := startWithUpstream(t)
 	ctx := context.Background()
 	c, err := client.New(h.base, h.token("acme", "bob", "oncall", "auditor"))

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
@@ -25,7 +26,10 @@ type Spec struct {
 	doc      map[string]any
 	compiler *jsonschema.Compiler
 	paths    []pathTemplate
-	cache    map[string]*jsonschema.Schema
+	// mu guards the compiler and the cache: parallel tests check
+	// responses against one Spec.
+	mu    sync.Mutex
+	cache map[string]*jsonschema.Schema
 }
 
 type pathTemplate struct {
@@ -208,6 +212,8 @@ func (s *Spec) checkBody(ptr, method, tmpl string, status int, body []byte) erro
 }
 
 func (s *Spec) schema(ptr string) (*jsonschema.Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if sc, ok := s.cache[ptr]; ok {
 		return sc, nil
 	}
