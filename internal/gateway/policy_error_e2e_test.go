@@ -91,5 +91,12 @@ func TestAFailedDecisionIsAudited(t *testing.T) {
 	if n := len(h.events("acme", "outcome=error")); n != 3 {
 		t.Fatalf("%d events of outcome error, want 3", n)
 	}
+	// A typo is an error, not an empty page.
+	auditor := h.token("acme", "auditor-1", "auditor")
+	for _, q := range []string{"outcome=deny", "outcome=denied,unavailable", "phase=decisions"} {
+		if r := h.do("GET", "/v1/audit/events?"+q, auditor, nil); r.status != 400 || !strings.Contains(string(r.raw), "one of") {
+			t.Errorf("%s: %d %s", q, r.status, r.raw)
+		}
+	}
 	h.verify("acme")
 }

@@ -23,6 +23,22 @@ type AuditFilter struct {
 	Cursor     string // opaque, from a page's next_cursor
 }
 
+// AuditOutcomes are the outcomes an audit event can carry, the values the
+// outcome filter takes (the MCP definition events' drifted, unpinned,
+// removed and invalid included).
+var AuditOutcomes = []string{
+	string(apiv1.OutcomeAllow), string(apiv1.OutcomeDenied), string(apiv1.OutcomeUnavailable),
+	string(apiv1.OutcomeInvalidArguments), string(apiv1.OutcomeApprovalRequired), string(apiv1.OutcomeRateLimited),
+	string(apiv1.OutcomeError), string(apiv1.OutcomeOK), string(apiv1.OutcomeToolError),
+	string(apiv1.OutcomeAwaitingUser), string(apiv1.OutcomeCanceled), string(apiv1.OutcomeApproved),
+	string(apiv1.OutcomeAnswered), string(apiv1.OutcomeExpired),
+	"drifted", "unpinned", "removed", "invalid",
+}
+
+// AuditPhases are the phases of audit events, the values the phase filter
+// takes.
+var AuditPhases = []string{apiv1.PhaseDecision, apiv1.PhaseResult, apiv1.PhaseApproval, apiv1.PhaseQuestion, apiv1.PhaseDefinition}
+
 // The page size of Audit.Events: the default and the most.
 const (
 	AuditDefaultLimit = 100

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -344,6 +346,13 @@ func (a checkedAudit) Events(ctx context.Context, id *identity.Identity, f Audit
 	if err := auditor(id); err != nil {
 		return apiv1.AuditEventPage{}, err
 	}
+	// A typo must not read as "no such events".
+	if f.Outcome != "" && !slices.Contains(AuditOutcomes, f.Outcome) {
+		return apiv1.AuditEventPage{}, Errorf(KindInvalid, "unknown outcome %q: one of %s", clip(f.Outcome, 64), strings.Join(AuditOutcomes, ", "))
+	}
+	if f.Phase != "" && !slices.Contains(AuditPhases, f.Phase) {
+		return apiv1.AuditEventPage{}, Errorf(KindInvalid, "unknown phase %q: one of %s", clip(f.Phase, 64), strings.Join(AuditPhases, ", "))
+	}
 	var err error
 	if f.Limit, err = pageLimit(f.Limit, AuditDefaultLimit, AuditMaxLimit); err != nil {
 		return apiv1.AuditEventPage{}, err
@@ -427,4 +436,13 @@ func (a checkedAudit) ProveEvent(ctx context.Context, id *identity.Identity, ev 
 		return EventProof{}, errNoEvent()
 	}
 	return a.next.ProveEvent(ctx, id, ev)
+}
+
+// clip shortens s to at most n bytes for an error message (%q escapes
+// what is left).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -237,6 +237,15 @@ func TestRequestsAreCheckedBeforeTheImplementation(t *testing.T) {
 		{"batch repeated call_id", func(s Services) error {
 			return errOf(s.Calls.Batch(ctx, BatchRequest{Identity: agent, Calls: []BatchCall{{Tool: "t", CallID: "c"}, {Tool: "u", CallID: "c"}}}, true))
 		}, KindInvalid, "calls[1].call_id repeats the call_id of calls[0]"},
+		{"audit outcome typo", func(s Services) error {
+			return errOf(s.Audit.Events(ctx, auditorID, AuditFilter{Outcome: "deny"}))
+		}, KindInvalid, `unknown outcome "deny": one of allow, denied,`},
+		{"audit outcome list", func(s Services) error {
+			return errOf(s.Audit.Events(ctx, auditorID, AuditFilter{Outcome: "denied,unavailable"}))
+		}, KindInvalid, `unknown outcome "denied,unavailable"`},
+		{"audit phase typo", func(s Services) error {
+			return errOf(s.Audit.Events(ctx, auditorID, AuditFilter{Phase: "decisions"}))
+		}, KindInvalid, `unknown phase "decisions": one of decision, result, approval, question, definition`},
 		{"approval status", func(s Services) error {
 			return errOf(s.Approvals.Approvals(ctx, approver, ApprovalFilter{Status: "lost"}))
 		}, KindInvalid, "status must be"},
