@@ -41,7 +41,11 @@ type Config struct {
 
 // Policy configures the policy source.
 type Policy struct {
-	Dir            string        `yaml:"dir"`             // absolute after Load
+	Dir string `yaml:"dir"` // absolute after Load
+	// Tests is a folder of the pack's Rego tests (absolute after Load):
+	// a load or reload of policy.dir whose tests fail or error is
+	// rejected, the previous revision serving on. Only with policy.dir.
+	Tests          string        `yaml:"tests"`
 	Watch          *bool         `yaml:"watch"`           // hot reload, default true
 	ReloadDebounce time.Duration `yaml:"reload_debounce"` // default 250ms
 	// Shadow is a second policy evaluated beside the enforced one on every

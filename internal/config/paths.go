@@ -16,6 +16,7 @@ func resolvePaths(cfg *Config, base string) {
 		return filepath.Join(base, p)
 	}
 	cfg.Policy.Dir = abs(cfg.Policy.Dir)
+	cfg.Policy.Tests = abs(cfg.Policy.Tests)
 	if !IsURL(cfg.Policy.Shadow) {
 		cfg.Policy.Shadow = abs(cfg.Policy.Shadow)
 	}

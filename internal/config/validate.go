@@ -195,6 +195,13 @@ func (v *validator) policy(p Policy) {
 	if p.Signing != nil && p.Bundle == "" {
 		v.add("policy.signing", "only applies to policy.bundle")
 	}
+	if p.Tests != "" {
+		if p.Dir == "" {
+			v.add("policy.tests", "only applies to policy.dir (a bundle's tests run where it is built)")
+		} else {
+			v.dir("policy.tests", p.Tests)
+		}
+	}
 	if p.DecisionCache < 0 {
 		v.add("policy.decision_cache", "must be 0 (off) or a positive number of entries, got %d", p.DecisionCache)
 	}

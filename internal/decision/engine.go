@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,10 @@ type Options struct {
 	// entrypoint for evaluations given a key (WithCacheKey); 0 disables
 	// the decision cache.
 	CacheSize int
+	// Tests are folders of the pack's Rego tests (policy.tests): a folder
+	// whose tests fail or error, run against it as RunTests runs them, is
+	// rejected like one that does not compile. Only with Dir.
+	Tests []string
 }
 
 // Status describes the engine's policy for operators.
@@ -53,6 +58,7 @@ type Status struct {
 // that Current returned.
 type Engine struct {
 	dir      string
+	tests    []string // the pack's test folders: a load must pass them
 	log      *slog.Logger
 	now      func() time.Time
 	debounce time.Duration
@@ -74,6 +80,7 @@ type Engine struct {
 // hot reload.
 func NewEngine(opts Options) *Engine {
 	e := &Engine{
+		tests:    opts.Tests,
 		dir:      opts.Dir,
 		log:      opts.Logger,
 		now:      opts.Now,
@@ -178,6 +185,11 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
+	if len(e.tests) > 0 && e.bundle == nil {
+		if err := e.runTests(ctx); err != nil {
+			return nil, err
+		}
+	}
 	queries, err := c.prepare(ctx)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -211,4 +223,33 @@ func (e *Engine) build(ctx context.Context) (*Revision, error) {
 		}
 	}
 	return rev, nil
+}
+
+// TestsError rejects a pack whose own tests (policy.tests) fail or error:
+// Report is what `gateway policy test` prints of the failures.
+type TestsError struct {
+	Report string
+}
+
+func (e *TestsError) Error() string {
+	return "the pack's tests do not pass: " + e.Report
+}
+
+// runTests runs the pack's tests against the folder as it is now.
+func (e *Engine) runTests(ctx context.Context) error {
+	var report strings.Builder
+	passed, err := RunTests(ctx, append([]string{e.dir}, e.tests...), &report, TestOptions{})
+	if err != nil {
+		return fmt.Errorf("the pack's tests: %w", err)
+	}
+	if !passed {
+		var failed []string
+		for _, line := range strings.Split(report.String(), "\n") {
+			if strings.Contains(line, ": FAIL") || strings.Contains(line, ": ERROR") || strings.HasPrefix(line, "FAIL:") || strings.HasPrefix(line, "ERROR:") {
+				failed = append(failed, strings.TrimSpace(line))
+			}
+		}
+		return &TestsError{Report: strings.Join(failed, "; ")}
+	}
+	return nil
 }

@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Dir: cfg.Policy.Dir, Logger: log, Registerer: g.registry, Debounce: cfg.Policy.ReloadDebounce,
 		Bundle:    bundleSrc,
 		CacheSize: cfg.Policy.DecisionCache,
+		Tests:     nonEmpty(cfg.Policy.Tests),
 	})
 	if err := g.engine.Load(ctx); err != nil {
 		// Serve anyway, not ready, failing closed, until a reload fixes it.
@@ -483,4 +484,12 @@ func seedWorkspace(t config.Tenant) error {
 		return err
 	}
 	return os.Rename(tmp, t.Workspace)
+}
+
+// nonEmpty is []string{s}, or nil for "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

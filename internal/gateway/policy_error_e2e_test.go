@@ -100,3 +100,56 @@ func TestAFailedDecisionIsAudited(t *testing.T) {
 	}
 	h.verify("acme")
 }
+
+// With policy.tests, a hot reload that breaks the pack's own tests is
+// rejected: the previous revision keeps deciding, GET /v1/policy names
+// the failing test, and a fix loads.
+func TestAReloadThatFailsThePacksTestsIsRejected(t *testing.T) {
+	t.Parallel()
+	tests := filepath.Join(t.TempDir(), "policies_test")
+	must(t, os.MkdirAll(tests, 0o755))
+	must(t, os.WriteFile(filepath.Join(tests, "authz_test.rego"), []byte(`package t
+
+test_reads_allowed if data.toolgate.authz.decision.allow with input as {"tool": {"name": "read-file"}, "resources": []}
+
+test_writes_denied if not data.toolgate.authz.decision.allow with input as {"tool": {"name": "write-file"}, "resources": []}
+`), 0o644))
+	var pdir string
+	h := start(t, func(s *setup) {
+		s.toolsYAML = "tools:\n  builtin: [read-file, write-file]\n"
+		s.policyYAML = "  tests: " + tests + "\n"
+		s.policy = func(dir string) {
+			pdir = dir
+			for _, f := range []string{"authz.rego", "availability.rego", "audit.rego", "lib.rego"} {
+				os.Remove(filepath.Join(dir, f))
+			}
+			must(t0(), os.WriteFile(filepath.Join(dir, "availability.rego"), []byte("package toolgate.availability\n\ndefault allow := true\n"), 0o644))
+			must(t0(), os.WriteFile(filepath.Join(dir, "authz.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": input.tool.name == \"read-file\", \"reasons\": [\"reads only\"]}\n"), 0o644))
+		}
+	})
+	admin := h.token("acme", "pat", "policy-admin")
+	dev := h.token("acme", "alice", "developer")
+	policy := func() response { return h.do("GET", "/v1/policy", admin, nil) }
+	first := policy().str("revision")
+	if first == "" {
+		t.Fatalf("no revision: %s", policy().raw)
+	}
+	// Break a test: writes allowed too.
+	must(t, os.WriteFile(filepath.Join(pdir, "authz.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": true, \"reasons\": [\"everything\"]}\n"), 0o644))
+	waitFor(t, "the rejected reload", func() bool {
+		e, _ := policy().body["last_error"].(map[string]any)
+		return e != nil && strings.Contains(e["message"].(string), "data.t.test_writes_denied: FAIL")
+	})
+	if r := policy(); r.str("revision") != first {
+		t.Fatalf("the pack that fails its tests serves: %s", r.raw)
+	}
+	if r := h.call(dev, "write-file", `{"arguments":{"path":"notes/x.txt","content":"x"}}`); r.str("outcome") != "denied" {
+		t.Fatalf("a write under the previous revision: %s", r.raw)
+	}
+	// Fixed: it loads and the error clears.
+	must(t, os.WriteFile(filepath.Join(pdir, "authz.rego"), []byte("package toolgate.authz\n\ndecision := {\"allow\": input.tool.name == \"read-file\", \"reasons\": [\"reads, fixed\"]}\n"), 0o644))
+	waitFor(t, "the fixed reload", func() bool {
+		r := policy()
+		return r.body["last_error"] == nil && r.str("revision") != first
+	})
+}
