@@ -71,4 +71,8 @@ type OPACustom struct {
 	Seq         int64            `json:"seq"`
 	Hash        string           `json:"hash"`
 	LogIndex    *int64           `json:"log_index,omitempty"`
+	// Approval is the event's approval member: on a held call's first
+	// decision its id and expiry, on the decision made when a human
+	// approved it also who (by) and their comment.
+	Approval *AuditApproval `json:"approval,omitempty"`
 }

@@ -65,7 +65,8 @@ const (
 //     availability on the availability path) and timer_server_handler_ns
 //     (all stages timed), in nanoseconds, when timed.
 //   - custom: the event's id, call_id, phase, outcome, reasons,
-//     durations_us, seq, hash and log_index.
+//     durations_us, seq, hash, log_index and approval (a held call's id and
+//     expiry; on the decision made when a human approved it, who and why).
 //   - trace_id: OPA's own field, the event's W3C trace id when it has one.
 //   - error: OPA's own field, on a decision policy failed to make (outcome
 //     error): the error's code, message and location ({file, row}), as OPA
@@ -85,6 +86,7 @@ func ToOPAEvent(ev *Event) OPAEvent {
 		Custom: OPACustom{
 			EventID: ev.ID, CallID: ev.CallID, Phase: ev.Phase, Outcome: ev.Outcome, Reasons: ev.Reasons,
 			DurationsUS: ev.DurationsUS, Seq: ev.Seq, Hash: ev.Hash, LogIndex: ev.LogIndex,
+			Approval: ev.Approval,
 		},
 		TraceID: ev.TraceID,
 	}

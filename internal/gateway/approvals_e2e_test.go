@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,20 @@ func TestApprovalHappyPathRunsTheHeldCallOnce(t *testing.T) {
 	}
 	if got := h.release(); got != "2" {
 		t.Fatalf("release/VERSION = %q after approval, want the held content", got)
+	}
+	// The OPA export says who approved: the decision made at approval
+	// carries the approval in custom.
+	approvedBy := ""
+	for _, l := range h.exportAs("acme", "format=opa") {
+		var m map[string]any
+		must(t, json.Unmarshal(l, &m))
+		c := m["custom"].(map[string]any)
+		if a, _ := c["approval"].(map[string]any); c["call_id"] == callID && a != nil && a["id"] == id && a["by"] != nil {
+			approvedBy = a["by"].(string) + ": " + a["comment"].(string)
+		}
+	}
+	if approvedBy != "bob: release 2" {
+		t.Fatalf("the OPA export does not say who approved (%q)", approvedBy)
 	}
 	p := h.do("GET", "/v1/calls/"+callID, alice, nil)
 	if p.status != 200 || p.str("outcome") != "ok" || p.str("content") != "wrote 1 bytes to release/VERSION" || p.body["is_error"] != false {
