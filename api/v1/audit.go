@@ -281,6 +281,10 @@ type VerifyResult struct {
 	// CheckpointSize is the size of the largest signed checkpoint the log
 	// was checked against (0: none).
 	CheckpointSize int64 `json:"checkpoint_size"`
+	// GivenCheckpointSize is the size of the checkpoint the caller gave
+	// (POST /v1/audit/verify with a checkpoint), absent otherwise: the log
+	// was checked to extend exactly that one.
+	GivenCheckpointSize int64 `json:"given_checkpoint_size,omitempty"`
 	// EventsPruned counts the events retention deleted from the front of
 	// the log; the tree still commits to them.
 	EventsPruned int64 `json:"events_pruned,omitempty"`

@@ -122,6 +122,7 @@ func (l *Log) verifyOnce(ctx context.Context, tenant string, head TreeHead, lega
 	var anchors []anchor
 	if saved != nil {
 		anchors = append(anchors, *saved)
+		res.GivenCheckpointSize = int64(saved.cp.Size)
 	}
 	if head.Checkpoint != nil {
 		cp, err := l.tree.signer.Verifier().Open(head.Checkpoint, origin)

@@ -156,7 +156,9 @@ func TestAuditLogProvesItselfToAThirdParty(t *testing.T) {
 		b, _ := json.Marshal(map[string]string{"checkpoint": cp.text})
 		return h.do("POST", "/v1/audit/verify", auditor, b)
 	}
-	if r := verify(saved); r.status != 200 || r.body["ok"] != true {
+	// It reports the checkpoint it was given, beside the latest.
+	if r := verify(saved); r.status != 200 || r.body["ok"] != true || r.body["given_checkpoint_size"] != float64(saved.size) ||
+		r.body["checkpoint_size"].(float64) < float64(later.size) {
 		t.Fatalf("verify against the saved checkpoint: %d %s", r.status, r.raw)
 	}
 	// Bad requests: a forged note, another tenant's, garbage.

@@ -229,7 +229,7 @@ func testVerifyCheckpoint(t *testing.T, open func(*testing.T) audit.Store) {
 			if cp.Size != n {
 				t.Fatalf("saved checkpoint has size %d, want %d", cp.Size, n)
 			}
-			if res, err := f.log.VerifyCheckpoint(f.ctx, "acme", saved); err != nil || !res.OK || res.CheckpointSize != n {
+			if res, err := f.log.VerifyCheckpoint(f.ctx, "acme", saved); err != nil || !res.OK || res.CheckpointSize != n || res.GivenCheckpointSize != n {
 				t.Fatalf("VerifyCheckpoint before tampering = %+v, %v", res, err)
 			}
 			tc.tamper(t, f, tamperer(t, f.store), a)
@@ -257,7 +257,7 @@ func testVerifyCheckpoint(t *testing.T, open func(*testing.T) audit.Store) {
 		saved, _ := f.checkpoint("acme")
 		f.appendN("acme", 5)
 		res, err := f.newLog(audit.LogOptions{}).VerifyCheckpoint(f.ctx, "acme", saved)
-		if err != nil || !res.OK || res.EventsChecked != 12 || res.TreeSize != 12 || res.CheckpointSize < 7 {
+		if err != nil || !res.OK || res.EventsChecked != 12 || res.TreeSize != 12 || res.CheckpointSize < 7 || res.GivenCheckpointSize != 7 {
 			t.Fatalf("VerifyCheckpoint = %+v, %v", res, err)
 		}
 	})
