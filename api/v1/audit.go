@@ -284,7 +284,7 @@ type VerifyResult struct {
 	// GivenCheckpointSize is the size of the checkpoint the caller gave
 	// (POST /v1/audit/verify with a checkpoint), absent otherwise: the log
 	// was checked to extend exactly that one.
-	GivenCheckpointSize int64 `json:"given_checkpoint_size,omitempty"`
+	GivenCheckpointSize int64 `json:"given_checkpoint_size,omitzero"`
 	// EventsPruned counts the events retention deleted from the front of
 	// the log; the tree still commits to them.
 	EventsPruned int64 `json:"events_pruned,omitempty"`
