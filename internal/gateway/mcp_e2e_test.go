@@ -480,22 +480,7 @@ func TestMCPHostileUpstreamDefinitionsAreNotOffered(t *testing.T) {
 func TestMCPStdioUpstreamRunsInTheJail(t *testing.T) {
 	t.Parallel() // its own gateway, workspace and database; mostly waiting
 	skipWithoutJail(t)
-	// The jail gives the server a private /tmp, where go test builds this
-	// binary: run a copy from elsewhere.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "toolgate-mcp-test-")
-	if err != nil {
-		t.Skipf("no /var/tmp: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	self := filepath.Join(dir, "mcp-server")
-	b, err := os.ReadFile(exe)
-	must(t, err)
-	must(t, os.WriteFile(self, b, 0o755))
-	must(t, os.Chmod(dir, 0o755))
+	self := copyOfTestBinary(t)
 	h := start(t, func(s *setup) {
 		withMCP("", true, "")(s)
 		s.toolsYAML = strings.Replace(s.toolsYAML, "url: \n", "command: ["+self+", "+mcpTestServerArg+"]\n", 1)
